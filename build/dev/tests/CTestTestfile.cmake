@@ -1,0 +1,7 @@
+# CMake generated Testfile for 
+# Source directory: /work/main/tests
+# Build directory: /work/main/build/dev/tests
+# 
+# This file includes the relevant testing commands required for 
+# testing this directory and lists subdirectories to be tested as well.
+include("/work/main/build/dev/tests/core_unit_tests[1]_include.cmake")

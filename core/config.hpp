@@ -1,0 +1,54 @@
+// cairnd's configuration: a TOML file where every key has a default. Loading validates every
+// value and names the offending key in its error. Plain values; no I/O after load.
+#pragma once
+
+#include "core/limits.hpp"
+
+#include <boost/outcome/result.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cairn::core {
+
+struct shard_config {
+    std::string host = "127.0.0.1";
+    std::uint16_t port = 33061;
+    std::string user = "cairn";
+    std::string password = "cairn";
+    std::string database = "cairn";
+};
+
+enum class role : std::uint8_t { read = 1, write = 2, admin = 3 };  // each includes the ones below
+
+struct token_config {
+    std::string token;
+    role token_role = role::read;
+};
+
+struct config {
+    std::uint64_t node_id = 1;
+    std::string listen_address = "127.0.0.1";
+    std::uint16_t listen_port = 8080;
+    std::uint32_t threads = 2;
+    std::string journal_path = "var/journal";
+    std::uint64_t journal_size_bytes_max = std::uint64_t{8} << 30;
+    std::chrono::seconds journal_retention{24 * 3600};
+    std::vector<shard_config> shards;  // default: two local shards on 33061 and 33062
+    std::vector<token_config> tokens;  // empty: no authentication (loopback development)
+    std::string log_level = "info";
+    bool apply_paused = false;
+    limits lim;
+};
+
+using config_result = boost::outcome_v2::result<config, std::string, boost::outcome_v2::policy::terminate>;
+
+// Parses TOML text; error strings look like "journal.size_bytes_max: must be >= 1048576".
+config_result parse_config(std::string_view toml_text, std::string_view source_name = "config");
+config_result load_config_file(const std::string& path);
+// The configuration with every default, including the two local development shards.
+config default_config();
+
+}  // namespace cairn::core

@@ -1,0 +1,50 @@
+// Every bound cairn enforces, in one place, with production defaults. Plain values; copy freely.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+namespace cairn::core {
+
+struct limits {
+    // HTTP / WebSocket
+    std::size_t body_bytes_max = 1024 * 1024;
+    std::size_t header_bytes_max = 8 * 1024;
+    std::size_t connections_max = 1024;
+    std::size_t batch_ops_max = 1000;  // edges in one write request
+    std::chrono::milliseconds timeout_read{30'000};
+    std::chrono::milliseconds timeout_idle{300'000};
+
+    // Journal
+    std::size_t journal_queue_ops_max = 100'000;      // ops waiting for the writer
+    std::size_t journal_group_ops_max = 10'000;       // ops committed in one transaction
+    std::chrono::milliseconds journal_wait_max{2'000};  // how long a write waits for queue room
+    std::uint64_t journal_unapplied_ops_max = 50'000'000;  // backpressure: 503 beyond this
+
+    // Apply
+    std::size_t apply_batch_ops_max = 1000;
+    std::chrono::milliseconds query_timeout{10'000};
+    std::chrono::milliseconds connect_timeout{3'000};
+    std::uint32_t retry_attempts_max = 8;
+    std::chrono::milliseconds retry_backoff_initial{200};
+    std::chrono::milliseconds retry_backoff_max{60'000};
+    std::chrono::milliseconds outage_backoff_max{5'000};
+    std::size_t read_pool_connections = 8;
+
+    // Small values that make every limit reachable in tests.
+    static limits for_test() {
+        limits l;
+        l.body_bytes_max = 64 * 1024;
+        l.batch_ops_max = 100;
+        l.journal_queue_ops_max = 1000;
+        l.retry_attempts_max = 3;
+        l.retry_backoff_initial = std::chrono::milliseconds(20);
+        l.retry_backoff_max = std::chrono::milliseconds(200);
+        l.outage_backoff_max = std::chrono::milliseconds(500);
+        l.query_timeout = std::chrono::milliseconds(5'000);
+        return l;
+    }
+};
+
+}  // namespace cairn::core

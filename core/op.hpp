@@ -1,0 +1,46 @@
+// The op: one client write as it travels journal -> apply. Plain values, no I/O.
+// A new data model adds an alternative to op_body and a case to each visitor; the journal
+// and the apply workers stay as they are.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+namespace cairn::core {
+
+enum class model : std::uint8_t { edge = 1 };
+
+// FlockDB's edge states and their stored codes.
+enum class edge_state : std::uint8_t { normal = 0, removed = 1, archived = 2, negative = 3 };
+
+inline constexpr std::size_t graph_name_bytes_max = 32;
+
+struct edge_op {
+    std::string graph;             // [A-Za-z0-9_]{1,32}
+    std::int64_t source_id = 0;    // >= 0
+    std::int64_t destination_id = 0;
+    edge_state state = edge_state::normal;
+    std::int64_t position = 0;     // sort key of the edge in its adjacency lists
+    bool sets_position = true;     // false for archive/unarchive, which keep the old position
+
+    friend bool operator==(const edge_op&, const edge_op&) = default;
+};
+
+using op_body = std::variant<edge_op>;
+
+struct op {
+    std::uint64_t op_id = 0;  // node id and journal seq; unique across gateways
+    std::uint64_t ts = 0;     // hybrid logical clock; see hlc.hpp
+    op_body body;
+
+    model kind() const noexcept { return static_cast<model>(body.index() + 1); }
+    friend bool operator==(const op&, const op&) = default;
+};
+
+inline constexpr int op_id_node_shift = 54;
+constexpr std::uint64_t make_op_id(std::uint64_t node_id, std::uint64_t seq) noexcept {
+    return (node_id << op_id_node_shift) | seq;
+}
+
+}  // namespace cairn::core

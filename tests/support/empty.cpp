@@ -1,0 +1,1 @@
+// Keeps cairn_test_support non-empty before any support file exists.
