@@ -1,0 +1,155 @@
+#include "net/edge_json.hpp"
+
+#include "core/codec.hpp"
+
+#include <simdjson.h>
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+namespace cairn::net {
+namespace {
+
+constexpr std::size_t json_depth_max = 8;
+
+std::string field_name(std::string_view prefix, std::string_view key) {
+    if (prefix.empty()) return std::string(key);
+    return fmt::format("{}.{}", prefix, key);
+}
+
+// A non-negative int64 given as a JSON number or a decimal string.
+std::optional<std::int64_t> id_of(const simdjson::dom::element& v) {
+    if (v.is_int64()) {
+        const std::int64_t n = v.get_int64().value_unsafe();
+        if (n < 0) return std::nullopt;
+        return n;
+    }
+    if (v.is_string()) return parse_id(v.get_string().value_unsafe());
+    return std::nullopt;
+}
+
+std::variant<core::op, input_error> parse_one(std::string_view graph, const simdjson::dom::element& el,
+                                              const std::string& prefix, core::hlc& clock, std::uint64_t now_ms,
+                                              const edge_write_options& opts) {
+    const std::string where = prefix.empty() ? "body" : prefix;
+    if (!el.is_object()) return input_error{where, "must be a JSON object describing one edge"};
+    core::edge_op e;
+    e.graph = std::string(graph);
+    bool have_source = false;
+    bool have_destination = false;
+    std::optional<std::int64_t> position;
+    std::optional<bool> keep_position;
+    std::optional<std::uint64_t> client_ms;
+    for (auto [key, value] : el.get_object().value_unsafe()) {
+        if (key == "source_id" || key == "destination_id") {
+            auto id = id_of(value);
+            if (!id) {
+                return input_error{field_name(prefix, key),
+                                   "must be an integer between 0 and 9223372036854775807 (a number or a decimal string)"};
+            }
+            (key == "source_id" ? e.source_id : e.destination_id) = *id;
+            (key == "source_id" ? have_source : have_destination) = true;
+        } else if (key == "state") {
+            std::optional<core::edge_state> s;
+            if (value.is_string()) s = core::edge_state_from_name(value.get_string().value_unsafe());
+            if (!s) return input_error{field_name(prefix, key), "must be one of \"normal\", \"removed\", \"archived\", \"negative\""};
+            e.state = *s;
+        } else if (key == "position") {
+            if (!value.is_int64()) return input_error{field_name(prefix, key), "must be a 64-bit signed integer"};
+            position = value.get_int64().value_unsafe();
+        } else if (key == "keep_position") {
+            if (!value.is_bool()) return input_error{field_name(prefix, key), "must be true or false"};
+            keep_position = value.get_bool().value_unsafe();
+        } else if (key == "ts") {
+            if (!value.is_uint64() && !value.is_int64()) {
+                return input_error{field_name(prefix, key), "must be milliseconds since the Unix epoch (an integer)"};
+            }
+            const auto ms = value.is_uint64() ? value.get_uint64().value_unsafe()
+                                              : static_cast<std::uint64_t>(value.get_int64().value_unsafe());
+            if (value.is_int64() && value.get_int64().value_unsafe() <= 0) {
+                return input_error{field_name(prefix, key), "must be positive milliseconds since the Unix epoch"};
+            }
+            if (ms > now_ms + opts.ts_future_ms_max || ms > core::hlc_ms_max) {
+                return input_error{field_name(prefix, key),
+                                   fmt::format("is more than {} ms in the future", opts.ts_future_ms_max)};
+            }
+            client_ms = ms;
+        } else {
+            return input_error{field_name(prefix, key), "is not a known field of an edge write"};
+        }
+    }
+    if (!have_source) return input_error{field_name(prefix, "source_id"), "is required"};
+    if (!have_destination) return input_error{field_name(prefix, "destination_id"), "is required"};
+    core::op o;
+    // A client ts keeps its place in the order (a replay or retry); logical 0 and our node id
+    // make it a valid hybrid-clock value. Ties with other client ts are broken by the edge rules.
+    o.ts = client_ms ? core::hlc_make(*client_ms, 0, clock.node_id()) : clock.now();
+    e.position = position.value_or(static_cast<std::int64_t>(core::hlc_ms(o.ts)));
+    e.sets_position = !keep_position.value_or(e.state == core::edge_state::archived);
+    o.body = std::move(e);
+    return o;
+}
+
+}  // namespace
+
+std::optional<std::int64_t> parse_id(std::string_view text) noexcept {
+    if (text.empty() || text.size() > 19) return std::nullopt;
+    std::int64_t v = 0;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || ptr != text.data() + text.size() || v < 0) return std::nullopt;
+    return v;
+}
+
+std::variant<std::vector<core::op>, input_error> parse_edge_writes(std::string_view graph, std::string_view body,
+                                                                   core::hlc& clock, std::uint64_t now_ms,
+                                                                   const edge_write_options& opts) {
+    if (!core::valid_graph_name(graph)) {
+        return input_error{"graph", "must be 1 to 32 characters of A-Z, a-z, 0-9 and _"};
+    }
+    thread_local simdjson::dom::parser parser;
+    simdjson::padded_string padded(body);
+    simdjson::dom::element root;
+    if (auto err = parser.allocate(std::max<std::size_t>(padded.size(), 64), json_depth_max); err) {
+        return input_error{"body", "cannot be parsed (too large)"};
+    }
+    if (auto err = parser.parse(padded).get(root); err) {
+        return input_error{"body", fmt::format("is not valid JSON: {}", simdjson::error_message(err))};
+    }
+    std::vector<core::op> ops;
+    if (root.is_object()) {
+        simdjson::dom::element edges;
+        if (root.get_object().value_unsafe().at_key("edges").get(edges) == simdjson::SUCCESS) {
+            if (root.get_object().value_unsafe().size() != 1) {
+                return input_error{"body", "a batch has the single field \"edges\""};
+            }
+            if (!edges.is_array()) return input_error{"edges", "must be an array of edge objects"};
+            const auto arr = edges.get_array().value_unsafe();
+            if (arr.size() == 0) return input_error{"edges", "must not be empty"};
+            if (arr.size() > opts.batch_ops_max) {
+                return input_error{"edges", fmt::format("holds {} edges; at most {} per request", arr.size(), opts.batch_ops_max)};
+            }
+            ops.reserve(arr.size());
+            std::size_t i = 0;
+            for (auto el : arr) {
+                auto one = parse_one(graph, el, fmt::format("edges[{}]", i++), clock, now_ms, opts);
+                if (auto* err = std::get_if<input_error>(&one)) return std::move(*err);
+                ops.push_back(std::move(std::get<core::op>(one)));
+            }
+            return ops;
+        }
+    }
+    auto one = parse_one(graph, root, "", clock, now_ms, opts);
+    if (auto* err = std::get_if<input_error>(&one)) return std::move(*err);
+    ops.push_back(std::move(std::get<core::op>(one)));
+    return ops;
+}
+
+std::string render_edge(std::string_view graph, std::int64_t source_id, std::int64_t destination_id,
+                        const core::edge_row& row) {
+    return fmt::format(
+        R"({{"graph":"{}","source_id":{},"destination_id":{},"state":"{}","position":{},"ts":"{}","ts_ms":{}}})", graph,
+        source_id, destination_id, core::edge_state_name(row.state), row.position, row.ts, core::hlc_ms(row.ts));
+}
+
+}  // namespace cairn::net

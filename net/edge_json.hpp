@@ -1,0 +1,47 @@
+// Parsing and rendering of the edge API's JSON, independent of HTTP so that the WebSocket
+// path and the tests share it. Untrusted input goes through simdjson (depth-limited); no
+// exception leaves this file. Thread-safe (one parser per thread).
+#pragma once
+
+#include "core/edge_rules.hpp"
+#include "core/hlc.hpp"
+#include "core/op.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace cairn::net {
+
+// A client error: which field is at fault (JSON-pointer-like, e.g. "edges[3].source_id") and why.
+struct input_error {
+    std::string field;
+    std::string detail;
+};
+
+struct edge_write_options {
+    std::size_t batch_ops_max = 1000;
+    std::uint64_t ts_future_ms_max = 3'600'000;  // client ts at most this far ahead of now
+};
+
+// Parses the body of POST /v1/graphs/{graph}/edges: one edge object, or {"edges": [...]}.
+// Each edge: source_id, destination_id (non-negative 64-bit, number or decimal string),
+// state ("normal" | "removed" | "archived" | "negative", default normal), position (int64,
+// default the op's wall-clock milliseconds), keep_position (bool; default true for archived,
+// false otherwise), ts (client milliseconds since the Unix epoch, optional). Stamps each op
+// with clock.now() unless the client gave ts. op_id is left 0 (the journal assigns it).
+std::variant<std::vector<core::op>, input_error> parse_edge_writes(std::string_view graph, std::string_view body,
+                                                                   core::hlc& clock, std::uint64_t now_ms,
+                                                                   const edge_write_options& opts);
+
+// Parses a non-negative 64-bit id from a path segment.
+std::optional<std::int64_t> parse_id(std::string_view text) noexcept;
+
+// {"graph":..,"source_id":..,"destination_id":..,"state":..,"position":..,"ts":"..","ts_ms":..}
+std::string render_edge(std::string_view graph, std::int64_t source_id, std::int64_t destination_id,
+                        const core::edge_row& row);
+
+}  // namespace cairn::net

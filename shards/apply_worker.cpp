@@ -1,0 +1,330 @@
+#include "shards/apply_worker.hpp"
+
+#include "core/assert.hpp"
+#include "core/codec.hpp"
+#include "core/hlc.hpp"
+#include "core/log_task_end.hpp"
+#include "journal/journal.hpp"
+#include "shards/edge_store.hpp"
+#include "shards/journal_await.hpp"
+#include "shards/mariadb_conn.hpp"
+#include "shards/pool.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace cairn::shards {
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+bool is_outage(const core::error_code& ec) {
+    return ec == core::errc::shard_unavailable || ec == core::errc::shard_timeout;
+}
+
+// How many times a deadlock or lock-wait timeout is retried at once before the batch backs off.
+constexpr int retry_now_max = 5;
+
+std::string describe_failure(const core::error_code& ec, const mariadb_conn& conn) {
+    if (conn.last_errno() != 0) return fmt::format("{} ({}: {})", ec.message(), conn.last_errno(), conn.last_error());
+    return ec.message();
+}
+
+bool touches_shard(const core::op& o, const core::shard_map& map, core::shard_index shard) {
+    return std::visit(
+        [&](const auto& body) {
+            for (const auto& [s, key] : edge_rows_of(body, map)) {
+                if (s == shard) return true;
+            }
+            return false;
+        },
+        o.body);
+}
+
+}  // namespace
+
+apply_worker::apply_worker(asio::any_io_executor ex, journal::journal& j, const core::shard_map& map, pool& p,
+                           apply_worker_options opts, core::registry& metrics)
+    : strand_(asio::make_strand(ex)),
+      journal_(j),
+      map_(map),
+      pool_(p),
+      opts_(std::move(opts)),
+      wake_(strand_),
+      paused_(opts_.paused),
+      rng_(static_cast<std::minstd_rand::result_type>(opts_.shard + 1)),
+      m_applied_seq_(metrics.add_gauge("cairn_apply_applied_seq", "Journal seq applied through, per shard",
+                                       {{"shard", std::to_string(opts_.shard)}})),
+      m_up_(metrics.add_gauge("cairn_shard_up", "1 if the shard answered its last statement, 0 if it is down",
+                              {{"shard", std::to_string(opts_.shard)}})),
+      m_batch_latency_(metrics.add_histogram("cairn_apply_batch_seconds", "Time to apply one batch on a shard",
+                                             core::histogram::latency_bounds(),
+                                             {{"shard", std::to_string(opts_.shard)}})),
+      m_batch_ops_(metrics.add_histogram("cairn_apply_batch_ops", "Ops in one applied batch",
+                                         core::histogram::size_bounds(), {{"shard", std::to_string(opts_.shard)}})),
+      m_applied_ops_(metrics.add_counter("cairn_apply_ops_total", "Ops applied on a shard",
+                                         {{"shard", std::to_string(opts_.shard)}})),
+      m_errors_queued_(metrics.add_counter("cairn_apply_error_queued_total",
+                                           "Ops sent to the error queue (first failures and retries)",
+                                           {{"shard", std::to_string(opts_.shard)}})),
+      m_dead_(metrics.add_counter("cairn_apply_dead_lettered_total", "Ops that became dead letters",
+                                  {{"shard", std::to_string(opts_.shard)}})),
+      m_outages_(metrics.add_counter("cairn_apply_outage_waits_total", "Back-offs because the shard was unreachable",
+                                     {{"shard", std::to_string(opts_.shard)}})) {
+    if (!opts_.wall_ms) opts_.wall_ms = core::system_wall_clock_ms;
+    applied_seq_ = journal_.cursor(opts_.shard);
+    m_applied_seq_.set(static_cast<double>(applied_seq_.load()));
+}
+
+apply_worker::~apply_worker() = default;
+
+void apply_worker::start() {
+    asio::co_spawn(strand_, async_run(), core::log_task_end{fmt::format("apply shard {}", opts_.shard)});
+}
+
+void apply_worker::stop() {
+    stopping_ = true;
+    asio::post(strand_, [this] { wake_.cancel(); });
+}
+
+void apply_worker::notify() noexcept {
+    if (!notified_.exchange(true)) asio::post(strand_, [this] { wake_.cancel(); });
+}
+
+void apply_worker::set_paused(bool paused) noexcept {
+    paused_ = paused;
+    notified_ = true;
+    asio::post(strand_, [this] { wake_.cancel(); });
+}
+
+std::uint64_t apply_worker::now_ms() const { return opts_.wall_ms(); }
+
+asio::awaitable<void> apply_worker::async_sleep(std::chrono::milliseconds d) {
+    if (notified_.load() || stopping_.load()) co_return;
+    wake_.expires_after(d);
+    core::error_code ec;
+    co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+}
+
+asio::awaitable<void> apply_worker::async_outage_backoff(const core::error_code& ec, std::string_view what) {
+    if (shard_up_.exchange(false) || outage_delay_ == 0ms) {
+        spdlog::warn("shard {}: {} failed: {}; writes are kept in the journal until it is back", opts_.shard, what,
+                     ec.message());
+    }
+    m_up_.set(0);
+    m_outages_.inc();
+    outage_delay_ = std::clamp(outage_delay_ * 2, std::chrono::milliseconds(50), opts_.lim.outage_backoff_max);
+    // Sleep without being woken by new ops: the shard is down, not idle.
+    wake_.expires_after(outage_delay_);
+    core::error_code wait_ec;
+    co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, wait_ec));
+}
+
+std::chrono::milliseconds apply_worker::retry_delay(std::uint32_t attempts) {
+    auto d = opts_.lim.retry_backoff_initial;
+    for (std::uint32_t i = 1; i < attempts && d < opts_.lim.retry_backoff_max; ++i) d *= 2;
+    d = std::min(d, opts_.lim.retry_backoff_max);
+    // Jitter in [d/2, d] so that many failed ops do not come due at the same instant.
+    std::uniform_int_distribution<std::int64_t> jitter(d.count() / 2, d.count());
+    return std::chrono::milliseconds(jitter(rng_));
+}
+
+asio::awaitable<core::result<void>> apply_worker::async_apply(mariadb_conn& conn, const core::shard_map& map,
+                                                              core::shard_index shard,
+                                                              std::span<const core::op* const> ops) {
+    // Every model that joins adds its rows here; edges are the only one yet.
+    co_return co_await async_apply_edges(conn, map, shard, ops);
+}
+
+asio::awaitable<void> apply_worker::async_ensure_schema() {
+    while (!stopping_) {
+        auto lease = co_await pool_.async_acquire();
+        if (lease) {
+            auto r = co_await async_create_edge_schema(**lease);
+            if (r) {
+                shard_up_ = true;
+                m_up_.set(1);
+                outage_delay_ = 0ms;
+                co_return;
+            }
+            spdlog::warn("shard {}: creating tables failed: {}", opts_.shard, describe_failure(r.error(), **lease));
+            co_await async_outage_backoff(r.error(), "creating tables");
+        } else {
+            co_await async_outage_backoff(lease.error(), "connecting");
+        }
+    }
+}
+
+asio::awaitable<void> apply_worker::async_run() {
+    co_await async_ensure_schema();
+    while (!stopping_) {
+        if (paused_) {
+            notified_ = false;
+            co_await async_sleep(1s);
+            continue;
+        }
+        notified_ = false;
+        const bool applied = co_await async_apply_batch();
+        const bool retried = co_await async_retry_errors();
+        if (!applied && !retried) co_await async_sleep(100ms);
+    }
+}
+
+asio::awaitable<bool> apply_worker::async_apply_batch() {
+    const core::shard_index shard = opts_.shard;
+    const std::uint64_t cursor = journal_.cursor(shard);
+    if (journal_.last_seq() <= cursor) co_return false;
+    auto batch = journal_.read_ops(cursor, opts_.lim.apply_batch_ops_max);
+    if (!batch) {
+        spdlog::error("shard {}: reading the journal after seq {} failed: {}", shard, cursor, batch.error().message());
+        co_await async_sleep(1s);
+        co_return false;
+    }
+    if (batch.value().empty()) co_return false;
+
+    std::vector<const core::op*> mine;
+    std::vector<std::uint64_t> mine_seqs;
+    for (const auto& [seq, o] : batch.value()) {
+        if (touches_shard(o, map_, shard)) {
+            mine.push_back(&o);
+            mine_seqs.push_back(seq);
+        }
+    }
+    journal::apply_outcome outcome;
+    outcome.shard = shard;
+    outcome.cursor = batch.value().back().first;
+
+    if (!mine.empty()) {
+        const auto started = std::chrono::steady_clock::now();
+        auto lease = co_await pool_.async_acquire();
+        if (!lease) {
+            co_await async_outage_backoff(lease.error(), "connecting");
+            co_return false;
+        }
+        mariadb_conn& conn = **lease;
+        core::result<void> r = core::success();
+        for (int attempt = 0; attempt <= retry_now_max; ++attempt) {
+            r = co_await async_apply(conn, map_, shard, mine);
+            if (r || r.error() != core::errc::shard_retry) break;
+        }
+        if (!r && is_outage(r.error())) {
+            co_await async_outage_backoff(r.error(), "applying a batch");
+            co_return false;
+        }
+        if (!r) {
+            // Some op of the batch fails on a healthy shard: apply each op alone, so that only
+            // the failing ones go to the error queue and the rest are applied now.
+            for (std::size_t i = 0; i < mine.size(); ++i) {
+                std::array<const core::op*, 1> one{mine[i]};
+                core::result<void> r1 = core::success();
+                for (int attempt = 0; attempt <= retry_now_max; ++attempt) {
+                    r1 = co_await async_apply(conn, map_, shard, one);
+                    if (r1 || r1.error() != core::errc::shard_retry) break;
+                }
+                if (r1) continue;
+                if (is_outage(r1.error())) {
+                    // Nothing is committed to the journal: the whole batch is applied again
+                    // later, which is harmless because applying is idempotent.
+                    co_await async_outage_backoff(r1.error(), "applying an op");
+                    co_return false;
+                }
+                journal::error_task task;
+                task.shard = shard;
+                task.seq = mine_seqs[i];
+                task.attempts = 1;
+                task.first_failed_ms = now_ms();
+                task.due_ms = task.first_failed_ms + static_cast<std::uint64_t>(retry_delay(1).count());
+                task.errors.push_back(describe_failure(r1.error(), conn));
+                task.op_bytes = core::encode_op(*mine[i]);
+                spdlog::warn("shard {}: op seq {} failed: {}; queued for retry", shard, task.seq, task.errors.back());
+                outcome.put_errors.push_back(std::move(task));
+                m_errors_queued_.inc();
+            }
+        }
+        m_batch_latency_.observe(std::chrono::steady_clock::now() - started);
+        m_batch_ops_.observe(static_cast<double>(mine.size()));
+        m_applied_ops_.inc(mine.size() - outcome.put_errors.size());
+    }
+    auto committed = co_await async_commit_outcome(journal_, std::move(outcome));
+    if (!committed) {
+        spdlog::error("shard {}: committing the cursor failed: {}", shard, committed.error().message());
+        co_await async_sleep(1s);
+        co_return false;
+    }
+    applied_seq_ = batch.value().back().first;
+    m_applied_seq_.set(static_cast<double>(applied_seq_.load()));
+    if (!shard_up_.exchange(true)) spdlog::info("shard {}: applying again", shard);
+    m_up_.set(1);
+    outage_delay_ = 0ms;
+    co_return true;
+}
+
+asio::awaitable<bool> apply_worker::async_retry_errors() {
+    const core::shard_index shard = opts_.shard;
+    auto due = journal_.due_errors(shard, now_ms(), 64);
+    if (!due || due.value().empty()) co_return false;
+    auto lease = co_await pool_.async_acquire();
+    if (!lease) {
+        co_await async_outage_backoff(lease.error(), "connecting");
+        co_return false;
+    }
+    mariadb_conn& conn = **lease;
+    journal::apply_outcome outcome;
+    outcome.shard = shard;
+    bool outage = false;
+    for (auto& task : due.value()) {
+        auto decoded = core::decode_op(task.op_bytes);
+        journal::error_task next = task;
+        bool retry_at_once = false;
+        outcome.remove_errors.push_back(std::move(task));
+        if (decoded) {
+            std::array<const core::op*, 1> one{&decoded.value()};
+            auto r = co_await async_apply(conn, map_, shard, one);
+            if (r) {
+                m_applied_ops_.inc();
+                continue;
+            }
+            if (is_outage(r.error())) {
+                // A shard outage is not the op's fault: keep the task as it was.
+                outcome.remove_errors.pop_back();
+                co_await async_outage_backoff(r.error(), "retrying an op");
+                outage = true;
+                break;
+            }
+            next.errors.push_back(describe_failure(r.error(), conn));
+            // A deadlock or lock-wait timeout is retried at once (and still counted).
+            retry_at_once = r.error() == core::errc::shard_retry;
+        } else {
+            next.errors.push_back("the stored op does not decode: " + decoded.error().message());
+            next.attempts = opts_.lim.retry_attempts_max;  // retrying cannot help
+        }
+        if (next.errors.size() > 16) next.errors.erase(next.errors.begin());
+        next.attempts += 1;
+        if (next.attempts >= opts_.lim.retry_attempts_max) {
+            spdlog::error("shard {}: op seq {} failed {} times; it is now a dead letter: {}", shard, next.seq,
+                          next.attempts, next.errors.back());
+            outcome.put_dead.push_back({std::move(next), now_ms()});
+            m_dead_.inc();
+        } else {
+            next.due_ms = now_ms();
+            if (!retry_at_once) next.due_ms += static_cast<std::uint64_t>(retry_delay(next.attempts).count());
+            outcome.put_errors.push_back(std::move(next));
+            m_errors_queued_.inc();
+        }
+    }
+    if (outcome.remove_errors.empty()) co_return false;
+    auto committed = co_await async_commit_outcome(journal_, std::move(outcome));
+    if (!committed) {
+        spdlog::error("shard {}: committing the error queue failed: {}", shard, committed.error().message());
+        co_return false;
+    }
+    co_return !outage;
+}
+
+}  // namespace cairn::shards

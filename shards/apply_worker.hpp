@@ -1,0 +1,100 @@
+// One apply worker per shard: reads the journal from the shard's cursor, applies batches of
+// ops with idempotent SQL, advances the cursor, and re-feeds the shard's error queue through
+// the same apply function. Runs as one coroutine on its own strand; notify() and the
+// accessors are thread-safe. Owns nothing it is given: journal, map and pool must outlive it.
+#pragma once
+
+#include <utility>  // Boost 1.74's awaitable.hpp forgets it.
+
+#include "core/limits.hpp"
+#include "core/metrics.hpp"
+#include "core/op.hpp"
+#include "core/result.hpp"
+#include "core/shard_map.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <atomic>
+#include <functional>
+#include <random>
+#include <span>
+
+namespace cairn::journal {
+class journal;
+struct error_task;
+}  // namespace cairn::journal
+
+namespace cairn::shards {
+
+class pool;
+class mariadb_conn;
+
+struct apply_worker_options {
+    core::shard_index shard = 0;
+    core::limits lim;
+    bool paused = false;
+    std::function<std::uint64_t()> wall_ms;  // default: core::system_wall_clock_ms
+};
+
+class apply_worker {
+public:
+    apply_worker(boost::asio::any_io_executor ex, journal::journal& j, const core::shard_map& map, pool& p,
+                 apply_worker_options opts, core::registry& metrics);
+    ~apply_worker();
+
+    // Starts the loop; stop() ends it at its next suspension point.
+    void start();
+    void stop();
+    // New ops were committed (called from the journal's writer thread).
+    void notify() noexcept;
+    void set_paused(bool paused) noexcept;
+    bool paused() const noexcept { return paused_.load(); }
+
+    std::uint64_t applied_seq() const noexcept { return applied_seq_.load(); }
+    bool shard_up() const noexcept { return shard_up_.load(); }
+    core::shard_index shard() const noexcept { return opts_.shard; }
+
+    // Applies ops (already filtered to nothing) in one transaction: the one apply function
+    // that batches, isolated ops and error-queue retries all go through.
+    static boost::asio::awaitable<core::result<void>> async_apply(mariadb_conn& conn, const core::shard_map& map,
+                                                                  core::shard_index shard,
+                                                                  std::span<const core::op* const> ops);
+
+private:
+    boost::asio::awaitable<void> async_run();
+    boost::asio::awaitable<void> async_ensure_schema();
+    boost::asio::awaitable<bool> async_apply_batch();
+    boost::asio::awaitable<bool> async_retry_errors();
+    boost::asio::awaitable<void> async_sleep(std::chrono::milliseconds d);
+    boost::asio::awaitable<void> async_outage_backoff(const core::error_code& ec, std::string_view what);
+    std::chrono::milliseconds retry_delay(std::uint32_t attempts);
+    std::uint64_t now_ms() const;
+
+    boost::asio::strand<boost::asio::any_io_executor> strand_;
+    journal::journal& journal_;
+    const core::shard_map& map_;
+    pool& pool_;
+    apply_worker_options opts_;
+    boost::asio::steady_timer wake_;
+    std::atomic<bool> notified_{false};
+    std::atomic<bool> paused_;
+    std::atomic<bool> stopping_{false};
+    std::atomic<std::uint64_t> applied_seq_{0};
+    std::atomic<bool> shard_up_{false};
+    std::chrono::milliseconds outage_delay_{0};
+    std::minstd_rand rng_;
+
+    core::gauge& m_applied_seq_;
+    core::gauge& m_up_;
+    core::histogram& m_batch_latency_;
+    core::histogram& m_batch_ops_;
+    core::counter& m_applied_ops_;
+    core::counter& m_errors_queued_;
+    core::counter& m_dead_;
+    core::counter& m_outages_;
+};
+
+}  // namespace cairn::shards

@@ -1,0 +1,235 @@
+#include "shards/edge_store.hpp"
+
+#include "core/assert.hpp"
+#include "core/codec.hpp"
+#include "shards/mariadb_conn.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+
+namespace cairn::shards {
+namespace {
+
+namespace asio = boost::asio;
+
+constexpr std::string_view create_edges_sql = R"(CREATE TABLE IF NOT EXISTS edges (
+  graph VARBINARY(32) NOT NULL,
+  node_id BIGINT NOT NULL,
+  direction TINYINT UNSIGNED NOT NULL COMMENT '0 forward: node is the source; 1 backward',
+  other_id BIGINT NOT NULL,
+  state TINYINT UNSIGNED NOT NULL COMMENT '0 normal, 1 removed, 2 archived, 3 negative',
+  position BIGINT NOT NULL,
+  ts BIGINT UNSIGNED NOT NULL COMMENT 'hlc of the op that set state',
+  pos_ts BIGINT UNSIGNED NOT NULL COMMENT 'hlc of the op that set position',
+  pos_set TINYINT UNSIGNED NOT NULL COMMENT '1 if that op was a positioning op',
+  PRIMARY KEY (graph, node_id, direction, other_id),
+  KEY by_position (graph, node_id, direction, state, position, other_id)
+) ENGINE=InnoDB)";
+
+constexpr std::string_view create_counts_sql = R"(CREATE TABLE IF NOT EXISTS edge_counts (
+  graph VARBINARY(32) NOT NULL,
+  node_id BIGINT NOT NULL,
+  direction TINYINT UNSIGNED NOT NULL,
+  state TINYINT UNSIGNED NOT NULL,
+  count BIGINT NOT NULL,
+  PRIMARY KEY (graph, node_id, direction, state)
+) ENGINE=InnoDB)";
+
+constexpr std::string_view row_columns = "graph, node_id, direction, other_id, state, position, ts, pos_ts, pos_set";
+
+// Graph names are validated to [A-Za-z0-9_]{1,32} before they reach the journal, so they
+// need no escaping; the assert pairs that check with this use.
+void append_graph(std::string& sql, std::string_view graph) {
+    CAIRN_ASSERT(core::valid_graph_name(graph));
+    sql += '\'';
+    sql += graph;
+    sql += '\'';
+}
+
+void append_key_tuple(std::string& sql, const edge_row_key& k) {
+    sql += '(';
+    append_graph(sql, k.graph);
+    fmt::format_to(std::back_inserter(sql), ",{},{},{})", k.node_id, static_cast<int>(k.direction), k.other_id);
+}
+
+stored_edge parse_row(const rows& r, std::size_t i) {
+    stored_edge e;
+    e.key.graph = std::string(*r.at(i, 0));
+    e.key.node_id = r.int64_at(i, 1);
+    e.key.direction = static_cast<edge_direction>(r.uint64_at(i, 2));
+    e.key.other_id = r.int64_at(i, 3);
+    e.row.state = static_cast<core::edge_state>(r.uint64_at(i, 4));
+    e.row.position = r.int64_at(i, 5);
+    e.row.ts = r.uint64_at(i, 6);
+    e.row.pos_ts = r.uint64_at(i, 7);
+    e.row.pos_set = r.uint64_at(i, 8) != 0;
+    return e;
+}
+
+edge_row_key key_of(const core::edge_op& e, edge_direction d) {
+    if (d == edge_direction::forward) return {e.graph, e.source_id, d, e.destination_id};
+    return {e.graph, e.destination_id, d, e.source_id};
+}
+
+asio::awaitable<void> async_rollback(mariadb_conn& conn) {
+    if (!conn.is_open()) co_return;
+    // Best effort: if ROLLBACK fails the connection is closed and the server rolls back.
+    auto r = co_await conn.async_execute("ROLLBACK");
+    if (!r) conn.close();
+}
+
+}  // namespace
+
+std::vector<std::pair<core::shard_index, edge_row_key>> edge_rows_of(const core::edge_op& e, const core::shard_map& map) {
+    return {{map.shard_of_id(e.source_id), key_of(e, edge_direction::forward)},
+            {map.shard_of_id(e.destination_id), key_of(e, edge_direction::backward)}};
+}
+
+asio::awaitable<core::result<void>> async_create_edge_schema(mariadb_conn& conn) {
+    if (auto r = co_await conn.async_execute(create_edges_sql); !r) co_return r;
+    co_return co_await conn.async_execute(create_counts_sql);
+}
+
+asio::awaitable<core::result<void>> async_apply_edges(mariadb_conn& conn, const core::shard_map& map,
+                                                      core::shard_index shard,
+                                                      std::span<const core::op* const> ops) {
+    // The ops that touch this shard, grouped by row key; std::map keeps keys sorted so that
+    // every transaction locks rows in the same order (fewer deadlocks between gateways).
+    std::map<edge_row_key, std::vector<const core::op*>> by_key;
+    for (const core::op* o : ops) {
+        const auto* e = std::get_if<core::edge_op>(&o->body);
+        if (!e) continue;
+        for (auto& [s, key] : edge_rows_of(*e, map)) {
+            if (s == shard) by_key[std::move(key)].push_back(o);
+        }
+    }
+    if (by_key.empty()) co_return core::success();
+
+    std::string sql;
+    sql.reserve(64 + by_key.size() * 48);
+    sql += "SELECT ";
+    sql += row_columns;
+    sql += " FROM edges WHERE (graph, node_id, direction, other_id) IN (";
+    bool first = true;
+    for (const auto& [key, _] : by_key) {
+        if (!first) sql += ',';
+        first = false;
+        append_key_tuple(sql, key);
+    }
+    sql += ") FOR UPDATE";
+
+    if (auto r = co_await conn.async_execute("BEGIN"); !r) co_return r;
+    auto current = co_await conn.async_query(sql);
+    if (!current) {
+        co_await async_rollback(conn);
+        co_return current.error();
+    }
+    std::map<edge_row_key, core::edge_row> existing;
+    for (std::size_t i = 0; i < current.value().size(); ++i) {
+        auto e = parse_row(current.value(), i);
+        existing.emplace(std::move(e.key), e.row);
+    }
+
+    // Fold every op onto its row; a row is written and counted only if it really changed.
+    std::map<edge_count_key, std::int64_t> deltas;
+    std::string upsert;
+    upsert.reserve(64 + by_key.size() * 80);
+    upsert += "INSERT INTO edges (";
+    upsert += row_columns;
+    upsert += ") VALUES ";
+    std::size_t changed = 0;
+    for (const auto& [key, key_ops] : by_key) {
+        const auto it = existing.find(key);
+        std::optional<core::edge_row> before;
+        if (it != existing.end()) before = it->second;
+        std::optional<core::edge_row> after = before;
+        for (const core::op* o : key_ops) after = core::edge_merge(after, std::get<core::edge_op>(o->body), o->ts);
+        CAIRN_ASSERT(after.has_value());
+        if (before == after) continue;
+        if (changed++ > 0) upsert += ',';
+        upsert += '(';
+        append_graph(upsert, key.graph);
+        fmt::format_to(std::back_inserter(upsert), ",{},{},{},{},{},{},{},{})", key.node_id,
+                       static_cast<int>(key.direction), key.other_id, static_cast<int>(after->state), after->position,
+                       after->ts, after->pos_ts, after->pos_set ? 1 : 0);
+        if (!before || before->state != after->state) {
+            if (before) deltas[{key.graph, key.node_id, key.direction, before->state}] -= 1;
+            deltas[{key.graph, key.node_id, key.direction, after->state}] += 1;
+        }
+    }
+    if (changed > 0) {
+        upsert +=
+            " ON DUPLICATE KEY UPDATE state = VALUES(state), position = VALUES(position), ts = VALUES(ts),"
+            " pos_ts = VALUES(pos_ts), pos_set = VALUES(pos_set)";
+        if (auto r = co_await conn.async_execute(upsert); !r) {
+            co_await async_rollback(conn);
+            co_return r;
+        }
+    }
+    std::string counts;
+    std::size_t count_rows = 0;
+    for (const auto& [ck, delta] : deltas) {
+        if (delta == 0) continue;
+        counts += count_rows++ == 0 ? "INSERT INTO edge_counts (graph, node_id, direction, state, count) VALUES " : ",";
+        counts += '(';
+        append_graph(counts, ck.graph);
+        fmt::format_to(std::back_inserter(counts), ",{},{},{},{})", ck.node_id, static_cast<int>(ck.direction),
+                       static_cast<int>(ck.state), delta);
+    }
+    if (count_rows > 0) {
+        counts += " ON DUPLICATE KEY UPDATE count = count + VALUES(count)";
+        if (auto r = co_await conn.async_execute(counts); !r) {
+            co_await async_rollback(conn);
+            co_return r;
+        }
+    }
+    if (auto r = co_await conn.async_execute("COMMIT"); !r) {
+        co_await async_rollback(conn);
+        co_return r;
+    }
+    co_return core::success();
+}
+
+asio::awaitable<core::result<std::optional<stored_edge>>> async_get_edge(mariadb_conn& conn, std::string_view graph,
+                                                                        std::int64_t source_id,
+                                                                        std::int64_t destination_id) {
+    std::string sql = "SELECT ";
+    sql += row_columns;
+    sql += " FROM edges WHERE (graph, node_id, direction, other_id) = ";
+    append_key_tuple(sql, {std::string(graph), source_id, edge_direction::forward, destination_id});
+    auto r = co_await conn.async_query(sql);
+    if (!r) co_return r.error();
+    if (r.value().size() == 0) co_return std::optional<stored_edge>{};
+    co_return std::optional<stored_edge>{parse_row(r.value(), 0)};
+}
+
+asio::awaitable<core::result<std::vector<stored_edge>>> async_dump_edges(mariadb_conn& conn) {
+    std::string sql = "SELECT ";
+    sql += row_columns;
+    sql += " FROM edges ORDER BY graph, node_id, direction, other_id";
+    auto r = co_await conn.async_query(sql);
+    if (!r) co_return r.error();
+    std::vector<stored_edge> out;
+    out.reserve(r.value().size());
+    for (std::size_t i = 0; i < r.value().size(); ++i) out.push_back(parse_row(r.value(), i));
+    co_return out;
+}
+
+asio::awaitable<core::result<std::vector<std::pair<edge_count_key, std::int64_t>>>> async_dump_edge_counts(
+    mariadb_conn& conn) {
+    auto r = co_await conn.async_query(
+        "SELECT graph, node_id, direction, state, count FROM edge_counts WHERE count <> 0 "
+        "ORDER BY graph, node_id, direction, state");
+    if (!r) co_return r.error();
+    std::vector<std::pair<edge_count_key, std::int64_t>> out;
+    for (std::size_t i = 0; i < r.value().size(); ++i) {
+        edge_count_key k{std::string(*r.value().at(i, 0)), r.value().int64_at(i, 1),
+                         static_cast<edge_direction>(r.value().uint64_at(i, 2)),
+                         static_cast<core::edge_state>(r.value().uint64_at(i, 3))};
+        out.emplace_back(std::move(k), r.value().int64_at(i, 4));
+    }
+    co_return out;
+}
+
+}  // namespace cairn::shards

@@ -1,0 +1,82 @@
+#include "core/config.hpp"
+
+#include <gtest/gtest.h>
+
+namespace cairn::core {
+namespace {
+
+TEST(config, empty_text_gives_every_default) {
+    auto c = parse_config("");
+    ASSERT_TRUE(c.has_value()) << c.error();
+    EXPECT_EQ(c.value().listen_port, 8080);
+    ASSERT_EQ(c.value().shards.size(), 2u);
+    EXPECT_EQ(c.value().shards[1].port, 33062);
+    EXPECT_TRUE(c.value().tokens.empty());
+}
+
+TEST(config, reads_every_section) {
+    auto c = parse_config(R"(
+node_id = 7
+[listen]
+port = 9000
+[journal]
+path = "/tmp/j"
+size_bytes_max = 1073741824
+retention_seconds = 60
+[apply]
+retry_attempts_max = 4
+[[shards]]
+host = "10.0.0.1"
+port = 3306
+password = ""
+[[tokens]]
+token = "0123456789abcdef-w"
+role = "write"
+)");
+    ASSERT_TRUE(c.has_value()) << c.error();
+    EXPECT_EQ(c.value().node_id, 7u);
+    EXPECT_EQ(c.value().listen_port, 9000);
+    EXPECT_EQ(c.value().journal_path, "/tmp/j");
+    EXPECT_EQ(c.value().journal_retention, std::chrono::seconds(60));
+    EXPECT_EQ(c.value().lim.retry_attempts_max, 4u);
+    ASSERT_EQ(c.value().shards.size(), 1u);
+    EXPECT_EQ(c.value().shards[0].host, "10.0.0.1");
+    ASSERT_EQ(c.value().tokens.size(), 1u);
+    EXPECT_EQ(c.value().tokens[0].token_role, role::write);
+}
+
+struct bad_case {
+    const char* text;
+    const char* names;
+};
+
+TEST(config, a_bad_value_names_its_key) {
+    const bad_case cases[] = {
+        {"node_id = 5000", "node_id"},
+        {"node_id = \"x\"", "node_id"},
+        {"[listen]\nport = 70000", "listen.port"},
+        {"[journal]\nsize_bytes_max = 5", "journal.size_bytes_max"},
+        {"[journal]\nsize_bytes_mx = 5", "journal.size_bytes_mx: unknown key"},
+        {"[[shards]]\nport = 0", "shards[0].port"},
+        {"[[tokens]]\ntoken = \"short\"", "tokens[0].token"},
+        {"[[tokens]]\ntoken = \"0123456789abcdefgh\"\nrole = \"root\"", "tokens[0].role"},
+        {"[apply]\nretry_backoff_initial_ms = 5000\nretry_backoff_max_ms = 10", "apply.retry_backoff_initial_ms"},
+        {"log_level = \"loud\"", "log_level"},
+        {"listen = 5", "listen"},
+        {"[listen\n", "config:"},
+    };
+    for (const auto& c : cases) {
+        auto r = parse_config(c.text);
+        ASSERT_FALSE(r.has_value()) << c.text;
+        EXPECT_NE(r.error().find(c.names), std::string::npos) << c.text << " -> " << r.error();
+    }
+}
+
+TEST(config, missing_file_is_a_clear_error) {
+    auto r = load_config_file("/nonexistent/cairn.toml");
+    ASSERT_FALSE(r.has_value());
+    EXPECT_NE(r.error().find("/nonexistent/cairn.toml"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cairn::core
