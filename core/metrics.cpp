@@ -52,6 +52,7 @@ struct registry::family {
         std::unique_ptr<gauge> g;
         std::unique_ptr<histogram> h;
         std::function<double()> fn;
+        const histogram* external = nullptr;
     };
     std::vector<series> members;
 
@@ -62,6 +63,9 @@ struct registry::family {
         return nullptr;
     }
 };
+
+registry::registry() = default;
+registry::~registry() = default;
 
 registry::family& registry::family_for(const std::string& name, const std::string& help, const char* type) {
     for (auto& f : families_) {
@@ -78,7 +82,7 @@ counter& registry::add_counter(const std::string& name, const std::string& help,
     std::lock_guard lock(mu_);
     auto& f = family_for(name, help, "counter");
     if (auto* s = f.find(l)) return *s->c;
-    f.members.push_back({l, std::make_unique<counter>(), nullptr, nullptr, nullptr});
+    f.members.push_back({l, std::make_unique<counter>(), nullptr, nullptr, nullptr, nullptr});
     return *f.members.back().c;
 }
 
@@ -89,7 +93,7 @@ gauge& registry::add_gauge(const std::string& name, const std::string& help, con
         CAIRN_ASSERT(s->g != nullptr);
         return *s->g;
     }
-    f.members.push_back({l, nullptr, std::make_unique<gauge>(), nullptr, nullptr});
+    f.members.push_back({l, nullptr, std::make_unique<gauge>(), nullptr, nullptr, nullptr});
     return *f.members.back().g;
 }
 
@@ -98,7 +102,7 @@ histogram& registry::add_histogram(const std::string& name, const std::string& h
     std::lock_guard lock(mu_);
     auto& f = family_for(name, help, "histogram");
     if (auto* s = f.find(l)) return *s->h;
-    f.members.push_back({l, nullptr, nullptr, std::make_unique<histogram>(std::move(bounds)), nullptr});
+    f.members.push_back({l, nullptr, nullptr, std::make_unique<histogram>(std::move(bounds)), nullptr, nullptr});
     return *f.members.back().h;
 }
 
@@ -107,7 +111,23 @@ void registry::add_callback_gauge(const std::string& name, const std::string& he
     std::lock_guard lock(mu_);
     auto& f = family_for(name, help, "gauge");
     CAIRN_ASSERT(f.find(l) == nullptr);
-    f.members.push_back({l, nullptr, nullptr, nullptr, std::move(fn)});
+    f.members.push_back({l, nullptr, nullptr, nullptr, std::move(fn), nullptr});
+}
+
+void registry::add_callback_counter(const std::string& name, const std::string& help, const labels& l,
+                                    std::function<double()> fn) {
+    std::lock_guard lock(mu_);
+    auto& f = family_for(name, help, "counter");
+    CAIRN_ASSERT(f.find(l) == nullptr);
+    f.members.push_back({l, nullptr, nullptr, nullptr, std::move(fn), nullptr});
+}
+
+void registry::attach_histogram(const std::string& name, const std::string& help, const labels& l,
+                                const histogram& h) {
+    std::lock_guard lock(mu_);
+    auto& f = family_for(name, help, "histogram");
+    CAIRN_ASSERT(f.find(l) == nullptr);
+    f.members.push_back({l, nullptr, nullptr, nullptr, nullptr, &h});
 }
 
 namespace {
@@ -165,15 +185,16 @@ std::string registry::render() const {
                 out += fmt::format("{}{} {}\n", f->name, render_labels(s.l), format_value(s.g->value()));
             } else if (s.fn) {
                 out += fmt::format("{}{} {}\n", f->name, render_labels(s.l), format_value(s.fn()));
-            } else if (s.h) {
-                const auto counts = s.h->cumulative_counts();
-                const auto& bounds = s.h->bounds();
+            } else if (s.h || s.external) {
+                const histogram& h = s.h ? *s.h : *s.external;
+                const auto counts = h.cumulative_counts();
+                const auto& bounds = h.bounds();
                 for (std::size_t i = 0; i < bounds.size(); ++i) {
                     out += fmt::format("{}_bucket{} {}\n", f->name, render_labels(s.l, "le", format_value(bounds[i])),
                                        counts[i]);
                 }
                 out += fmt::format("{}_bucket{} {}\n", f->name, render_labels(s.l, "le", "+Inf"), counts.back());
-                out += fmt::format("{}_sum{} {}\n", f->name, render_labels(s.l), format_value(s.h->sum()));
+                out += fmt::format("{}_sum{} {}\n", f->name, render_labels(s.l), format_value(h.sum()));
                 out += fmt::format("{}_count{} {}\n", f->name, render_labels(s.l), counts.back());
             }
         }

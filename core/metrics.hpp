@@ -64,6 +64,11 @@ using labels = std::vector<std::pair<std::string, std::string>>;
 
 class registry {
 public:
+    registry();
+    ~registry();
+    registry(const registry&) = delete;
+    registry& operator=(const registry&) = delete;
+
     // Each returns a cell that lives as long as the registry. Asking twice for the same
     // name and labels returns the same cell.
     counter& add_counter(const std::string& name, const std::string& help, const labels& l = {});
@@ -73,6 +78,12 @@ public:
     // A gauge computed at render time (e.g. an LMDB count); fn must be thread-safe.
     void add_callback_gauge(const std::string& name, const std::string& help, const labels& l,
                             std::function<double()> fn);
+
+    // A counter read at render time from a cell owned elsewhere; fn must be thread-safe.
+    void add_callback_counter(const std::string& name, const std::string& help, const labels& l,
+                              std::function<double()> fn);
+    // A histogram owned elsewhere (e.g. by the journal), which must outlive the registry's use.
+    void attach_histogram(const std::string& name, const std::string& help, const labels& l, const histogram& h);
 
     // The whole registry in Prometheus text format.
     std::string render() const;

@@ -146,14 +146,14 @@ asio::awaitable<void> apply_worker::async_ensure_schema() {
     while (!stopping_) {
         auto lease = co_await pool_.async_acquire();
         if (lease) {
-            auto r = co_await async_create_edge_schema(**lease);
+            auto r = co_await async_create_edge_schema(*lease.value());
             if (r) {
                 shard_up_ = true;
                 m_up_.set(1);
                 outage_delay_ = 0ms;
                 co_return;
             }
-            spdlog::warn("shard {}: creating tables failed: {}", opts_.shard, describe_failure(r.error(), **lease));
+            spdlog::warn("shard {}: creating tables failed: {}", opts_.shard, describe_failure(r.error(), *lease.value()));
             co_await async_outage_backoff(r.error(), "creating tables");
         } else {
             co_await async_outage_backoff(lease.error(), "connecting");
@@ -207,7 +207,7 @@ asio::awaitable<bool> apply_worker::async_apply_batch() {
             co_await async_outage_backoff(lease.error(), "connecting");
             co_return false;
         }
-        mariadb_conn& conn = **lease;
+        mariadb_conn& conn = *lease.value();
         core::result<void> r = core::success();
         for (int attempt = 0; attempt <= retry_now_max; ++attempt) {
             r = co_await async_apply(conn, map_, shard, mine);
@@ -274,7 +274,7 @@ asio::awaitable<bool> apply_worker::async_retry_errors() {
         co_await async_outage_backoff(lease.error(), "connecting");
         co_return false;
     }
-    mariadb_conn& conn = **lease;
+    mariadb_conn& conn = *lease.value();
     journal::apply_outcome outcome;
     outcome.shard = shard;
     bool outage = false;

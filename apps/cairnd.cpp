@@ -1,0 +1,212 @@
+// cairnd: the gateway server. Loads the config, opens the journal, starts one apply worker per
+// shard and the HTTP server, and runs until SIGINT/SIGTERM (exit 0) or a sticky journal
+// failure (exit 2: restart to recover; nothing acknowledged is lost).
+#include <utility>  // Boost 1.74's awaitable.hpp forgets it.
+
+#include "core/config.hpp"
+#include "core/hlc.hpp"
+#include "core/metrics.hpp"
+#include "core/shard_map.hpp"
+#include "journal/journal.hpp"
+#include "net/auth.hpp"
+#include "net/gateway.hpp"
+#include "net/http_server.hpp"
+#include "net/router.hpp"
+#include "net/routes.hpp"
+#include "shards/apply_worker.hpp"
+#include "shards/pool.hpp"
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <iostream>
+#include <thread>
+
+namespace {
+
+namespace asio = boost::asio;
+using namespace cairn;
+
+constexpr int exit_config = 1;
+constexpr int exit_journal_failed = 2;
+constexpr int exit_startup = 3;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{
+        "cairnd: the cairn gateway. Writes are acknowledged once durable in the local LMDB journal and applied\n"
+        "to the MariaDB shards in the background.\n\n"
+        "Examples:\n"
+        "  cairnd                           serve on 127.0.0.1:8080 with the local shards of scripts/shards\n"
+        "  cairnd --config cairn.toml       serve with a config file (see docs/config.md)\n"
+        "  cairnd --config cairn.toml --check-config   validate the config and exit\n\n"
+        "Exit codes: 0 stopped by a signal, 1 bad config or arguments, 2 journal failure (restart to recover),\n"
+        "3 could not start (journal cannot be opened, port in use)."};
+    std::string config_path;
+    bool check_only = false;
+    std::optional<std::uint16_t> port_override;
+    std::optional<std::string> journal_override;
+    bool paused_override = false;
+    app.add_option("-c,--config", config_path, "TOML config file; every key has a default")->check(CLI::ExistingFile);
+    app.add_flag("--check-config", check_only, "validate the config, print it and exit");
+    app.add_option("--port", port_override, "listen port (overrides listen.port)");
+    app.add_option("--journal", journal_override, "journal directory (overrides journal.path)");
+    app.add_flag("--apply-paused", paused_override, "start with applying paused (writes are journaled only)");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    }
+
+    auto loaded = config_path.empty() ? core::config_result(core::default_config()) : core::load_config_file(config_path);
+    if (!loaded) {
+        std::cerr << "cairnd: bad config: " << loaded.error() << "\n";
+        return exit_config;
+    }
+    core::config cfg = std::move(loaded).value();
+    if (port_override) cfg.listen_port = *port_override;
+    if (journal_override) cfg.journal_path = *journal_override;
+    if (paused_override) cfg.apply_paused = true;
+    spdlog::set_level(spdlog::level::from_str(cfg.log_level));
+    if (check_only) {
+        std::cout << "config ok: " << cfg.shards.size() << " shards, listen " << cfg.listen_address << ":"
+                  << cfg.listen_port << ", journal " << cfg.journal_path << "\n";
+        return 0;
+    }
+
+    core::registry metrics;
+    core::hlc clock(cfg.node_id);
+    journal::options jopts;
+    jopts.path = cfg.journal_path;
+    jopts.size_bytes_max = cfg.journal_size_bytes_max;
+    jopts.retention = cfg.journal_retention;
+    jopts.node_id = cfg.node_id;
+    jopts.shard_count = static_cast<std::uint32_t>(cfg.shards.size());
+    jopts.queue_ops_max = cfg.lim.journal_queue_ops_max;
+    jopts.group_ops_max = cfg.lim.journal_group_ops_max;
+    jopts.unapplied_ops_max = cfg.lim.journal_unapplied_ops_max;
+    auto opened = journal::journal::open(jopts, clock);
+    if (!opened) {
+        spdlog::critical("cannot open the journal at {}: {}", cfg.journal_path, opened.error().message());
+        return exit_startup;
+    }
+    journal::journal& jn = *opened.value();
+    metrics.attach_histogram("cairn_journal_commit_seconds", "Duration of one journal commit (incl. fsync)", {},
+                             jn.commit_latency());
+    metrics.attach_histogram("cairn_journal_group_ops", "Ops committed in one journal transaction", {},
+                             jn.group_ops());
+    metrics.add_callback_counter("cairn_writes_accepted_total", "Ops acknowledged after the journal commit", {},
+                                 [&jn] { return static_cast<double>(jn.ops_appended().value()); });
+    metrics.add_callback_gauge("cairn_journal_last_seq", "Last journaled seq", {},
+                               [&jn] { return static_cast<double>(jn.last_seq()); });
+    metrics.add_callback_gauge("cairn_error_queue_depth", "Tasks in the error queue", {},
+                               [&jn] { return static_cast<double>(jn.get_stats().error_count); });
+    metrics.add_callback_gauge("cairn_dead_letters", "Dead letters kept for inspection", {},
+                               [&jn] { return static_cast<double>(jn.get_stats().dead_count); });
+    metrics.add_callback_gauge("cairn_journal_map_used_bytes", "Bytes used in the journal's LMDB map", {},
+                               [&jn] { return static_cast<double>(jn.get_stats().map_bytes_used); });
+    metrics.add_callback_gauge("cairn_journal_healthy", "1 while the journal can commit", {},
+                               [&jn] { return jn.healthy() ? 1.0 : 0.0; });
+
+    asio::io_context ioc(static_cast<int>(cfg.threads));
+    const auto map = core::shard_map::equal_ranges(static_cast<std::uint32_t>(cfg.shards.size()));
+    std::vector<std::unique_ptr<shards::pool>> read_pools;
+    std::vector<std::unique_ptr<shards::pool>> apply_pools;
+    std::vector<std::unique_ptr<shards::apply_worker>> workers;
+    for (std::uint32_t i = 0; i < cfg.shards.size(); ++i) {
+        const auto& s = cfg.shards[i];
+        shards::conn_params p;
+        p.host = s.host;
+        p.port = s.port;
+        p.user = s.user;
+        p.password = s.password;
+        p.database = s.database;
+        p.connect_timeout = cfg.lim.connect_timeout;
+        p.query_timeout = cfg.lim.query_timeout;
+        read_pools.push_back(std::make_unique<shards::pool>(ioc.get_executor(), p, cfg.lim.read_pool_connections));
+        apply_pools.push_back(std::make_unique<shards::pool>(ioc.get_executor(), p, 1));
+        shards::apply_worker_options wo;
+        wo.shard = i;
+        wo.lim = cfg.lim;
+        wo.paused = cfg.apply_paused;
+        workers.push_back(
+            std::make_unique<shards::apply_worker>(ioc.get_executor(), jn, map, *apply_pools.back(), wo, metrics));
+        auto* w = workers.back().get();
+        metrics.add_callback_gauge("cairn_apply_lag_ops", "Journaled ops not yet applied on the shard",
+                                   {{"shard", std::to_string(i)}}, [&jn, w] {
+                                       const auto last = jn.last_seq();
+                                       const auto applied = w->applied_seq();
+                                       return static_cast<double>(last > applied ? last - applied : 0);
+                                   });
+    }
+    jn.set_commit_listener([&workers](std::uint64_t) {
+        for (auto& w : workers) w->notify();
+    });
+
+    net::gateway gw{jn, clock, map, {}, {}, cfg.lim, metrics};
+    for (auto& p : read_pools) gw.read_pools.push_back(p.get());
+    for (auto& w : workers) gw.workers.push_back(w.get());
+    net::router router;
+    net::add_edge_routes(router, gw);
+    net::add_health_routes(router, gw);
+    net::auth auth(cfg.tokens);
+    net::server_options so;
+    so.address = cfg.listen_address;
+    so.port = cfg.listen_port;
+    so.lim = cfg.lim;
+    net::http_server server(ioc, so, router, auth, metrics);
+    if (auto r = server.listen(); !r) {
+        spdlog::critical("cannot listen on {}:{}: {}", cfg.listen_address, cfg.listen_port, r.error().message());
+        return exit_startup;
+    }
+    for (auto& w : workers) w->start();
+    server.start();
+    spdlog::info("cairnd listening on {}:{} with {} shards, journal {} (last seq {})", cfg.listen_address,
+                 server.port(), cfg.shards.size(), cfg.journal_path, jn.last_seq());
+
+    // Shutdown: on a signal (exit 0) or a sticky journal failure (exit 2), stop accepting,
+    // stop the workers, and let every task finish so that nothing outlives what it uses.
+    std::atomic<int> exit_code{0};
+    auto work = asio::make_work_guard(ioc);
+    asio::signal_set signals(ioc, SIGINT, SIGTERM);
+    asio::steady_timer health(ioc);
+    auto shutdown = [&](int code) {
+        if (exit_code.exchange(code == 0 ? -1 : code) != 0) return;
+        spdlog::info("cairnd shutting down");
+        signals.cancel();
+        health.cancel();
+        server.stop();
+        for (auto& w : workers) w->stop();
+        for (auto& p : read_pools) p->close_all();
+        for (auto& p : apply_pools) p->close_all();
+        work.reset();
+    };
+    signals.async_wait([&](const core::error_code& ec, int) {
+        if (!ec) shutdown(0);
+    });
+    std::function<void(const core::error_code&)> check_health = [&](const core::error_code& ec) {
+        if (ec) return;
+        if (!jn.healthy()) {
+            spdlog::critical("the journal failed and refuses writes; exiting so that a restart recovers it");
+            shutdown(exit_journal_failed);
+            return;
+        }
+        health.expires_after(std::chrono::milliseconds(200));
+        health.async_wait(check_health);
+    };
+    check_health({});
+
+    std::vector<std::thread> threads;
+    for (std::uint32_t i = 1; i < cfg.threads; ++i) threads.emplace_back([&ioc] { ioc.run(); });
+    ioc.run();
+    for (auto& t : threads) t.join();
+    spdlog::info("cairnd stopped");
+    const int code = exit_code.load();
+    return code < 0 ? 0 : code;
+}

@@ -1,0 +1,916 @@
+#include "journal/journal.hpp"
+
+#include "core/assert.hpp"
+#include "core/codec.hpp"
+#include "journal/detail/lmdb.hpp"
+#include "journal/detail/record_codec.hpp"
+#include "journal/detail/record_format.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+#include <variant>
+
+namespace cairn::journal {
+namespace {
+
+using namespace std::chrono_literals;
+using detail::view;
+
+constexpr unsigned readers_max = 256;
+// Retention deletes at most this many records per pass, so that one pass is a short transaction.
+constexpr std::size_t retention_deletes_per_pass = 10'000;
+constexpr std::uint64_t retention_interval_ms = 1'000;
+// Above this share of the map, retention deletes applied ops whatever their age.
+constexpr std::uint64_t pressure_percent = 80;
+constexpr auto writer_idle_wait = 1s;
+constexpr const char* lock_file_name = "cairn-journal.lock";
+
+core::error_code system_error(int e) { return {e, boost::system::generic_category()}; }
+
+bool is_full(int rc) { return rc == MDB_MAP_FULL || rc == MDB_TXN_FULL; }
+
+struct append_req {
+    std::vector<core::op> ops;
+    std::string key;
+    journal::append_callback done;
+    appended value;
+    core::error_code error;  // set when this request alone failed inside the group
+};
+
+struct outcome_req {
+    apply_outcome outcome;
+    journal::done_callback done;
+};
+
+using request = std::variant<append_req, outcome_req>;
+
+std::size_t weight(const request& r) {
+    if (const auto* a = std::get_if<append_req>(&r)) return a->ops.size();
+    const auto& o = std::get<outcome_req>(r).outcome;
+    return 1 + o.put_errors.size() + o.remove_errors.size() + o.put_dead.size() + o.remove_dead.size();
+}
+
+template <class F, class... Args>
+void invoke_callback(F& fn, Args&&... args) noexcept {
+    try {
+        fn(std::forward<Args>(args)...);
+    } catch (const std::exception& e) {
+        spdlog::error("journal: a completion callback threw: {}", e.what());
+    } catch (...) {
+        spdlog::error("journal: a completion callback threw an unknown exception");
+    }
+}
+
+void complete(request& r, const core::error_code& ec) {
+    if (auto* a = std::get_if<append_req>(&r)) {
+        invoke_callback(a->done, core::result<appended>(ec));
+    } else {
+        invoke_callback(std::get<outcome_req>(r).done, core::result<void>(ec));
+    }
+}
+
+// Pages held by the databases (not the freelist's reusable pages), in bytes.
+core::result<std::uint64_t> used_bytes(const detail::txn& t, std::span<const MDB_dbi> dbis) {
+    std::uint64_t pages = 2;  // the two meta pages
+    std::uint64_t psize = 0;
+    auto add = [&](MDB_dbi dbi) -> int {
+        MDB_stat st{};
+        if (int rc = mdb_stat(t.get(), dbi, &st); rc != 0) return rc;
+        psize = st.ms_psize;
+        pages += st.ms_branch_pages + st.ms_leaf_pages + st.ms_overflow_pages;
+        return 0;
+    };
+    // 0 is LMDB's freelist, 1 the main database that names the others.
+    for (MDB_dbi dbi : {MDB_dbi{0}, MDB_dbi{1}}) {
+        if (int rc = add(dbi); rc != 0) return detail::lmdb_error(rc);
+    }
+    for (MDB_dbi dbi : dbis) {
+        if (int rc = add(dbi); rc != 0) return detail::lmdb_error(rc);
+    }
+    return pages * psize;
+}
+
+}  // namespace
+
+struct journal::impl {
+    options opts;
+    detail::env env;
+    int lock_fd = -1;
+    struct {
+        MDB_dbi ops = 0, cursors = 0, errors = 0, dead = 0, idem = 0, idem_time = 0, meta = 0;
+    } db;
+
+    // Shared between callers and the writer, under mu.
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<request> queue;
+    std::size_t pending_ops = 0;       // append ops queued or being written
+    std::size_t pending_outcomes = 0;  // outcomes queued or being written
+    bool stopping = false;
+
+    std::atomic<bool> failed{false};
+    std::atomic<std::uint64_t> last_seq{0};
+    std::atomic<std::uint64_t> min_cursor{0};
+    std::unique_ptr<std::atomic<std::uint64_t>[]> cursors;  // opts.shard_count entries
+    std::atomic<int> inject_commit_error{0};
+
+    std::mutex listener_mu;
+    std::function<void(std::uint64_t)> listener;
+
+    core::histogram commit_latency{core::histogram::latency_bounds()};
+    core::histogram group_ops{core::histogram::size_bounds()};
+    core::counter ops_appended;
+    core::counter ops_retired;
+
+    // Writer thread only.
+    std::uint64_t next_seq = 1;
+    std::uint64_t ts_max = 0;
+    std::uint64_t retention_last_ms = 0;
+    bool retention_ran = false;
+    bool retention_more = false;       // the last pass stopped at its budget
+    bool pressure = false;             // the map was over pressure_percent at the last pass
+    bool force_size_pass = false;      // MDB_MAP_FULL happened: delete applied ops now
+    std::uint64_t pressure_min_cursor = 0;
+
+    std::thread writer;
+
+    ~impl() {
+        // The environment closes before the lock is released, so no other opener sees it open.
+        env = detail::env();
+        if (lock_fd >= 0) ::close(lock_fd);
+    }
+
+    std::array<MDB_dbi, detail::dbs_used> all_dbis() const {
+        return {db.ops, db.cursors, db.errors, db.dead, db.idem, db.idem_time, db.meta};
+    }
+
+    void update_min_cursor() {
+        std::uint64_t m = UINT64_MAX;
+        for (std::uint32_t s = 0; s < opts.shard_count; ++s) m = std::min(m, cursors[s].load());
+        min_cursor.store(m);
+    }
+
+    void fail_sticky(const char* what, int rc) {
+        if (!failed.exchange(true)) {
+            spdlog::critical("journal {}: {} failed: {} ({}); refusing writes until restart", opts.path, what,
+                             mdb_strerror(rc), rc);
+        }
+    }
+
+    // ---- the writer thread ----
+
+    void run() {
+        for (;;) {
+            std::vector<request> group;
+            {
+                std::unique_lock lock(mu);
+                cv.wait_for(lock, writer_idle_wait, [&] { return stopping || !queue.empty(); });
+                if (stopping) break;
+                std::size_t ops = 0;
+                while (!queue.empty()) {
+                    const std::size_t w = weight(queue.front());
+                    if (!group.empty() && ops + w > opts.group_ops_max) break;
+                    ops += w;
+                    group.push_back(std::move(queue.front()));
+                    queue.pop_front();
+                }
+            }
+            if (!failed.load()) retire();
+            if (!group.empty()) process(group);
+        }
+        // Shutting down: whatever is still queued was never written.
+        std::deque<request> rest;
+        {
+            std::lock_guard lock(mu);
+            rest.swap(queue);
+            pending_ops = 0;
+            pending_outcomes = 0;
+        }
+        for (auto& r : rest) complete(r, core::errc::shutting_down);
+    }
+
+    void release(const std::vector<request>& group) {
+        std::size_t ops = 0;
+        std::size_t outcomes = 0;
+        for (const auto& r : group) {
+            if (const auto* a = std::get_if<append_req>(&r)) {
+                ops += a->ops.size();
+            } else {
+                ++outcomes;
+            }
+        }
+        std::lock_guard lock(mu);
+        CAIRN_ASSERT(pending_ops >= ops);
+        CAIRN_ASSERT(pending_outcomes >= outcomes);
+        pending_ops -= ops;
+        pending_outcomes -= outcomes;
+    }
+
+    void fail_group(std::vector<request>& group, core::errc e, bool appends, bool outcomes) {
+        for (auto& r : group) {
+            const bool is_append = std::holds_alternative<append_req>(r);
+            if ((is_append && appends) || (!is_append && outcomes)) complete(r, e);
+        }
+    }
+
+    void process(std::vector<request>& group) {
+        if (failed.load()) {
+            release(group);
+            fail_group(group, core::errc::journal_failed, true, true);
+            return;
+        }
+        const bool has_appends =
+            std::any_of(group.begin(), group.end(), [](const request& r) { return r.index() == 0; });
+        const bool has_outcomes =
+            std::any_of(group.begin(), group.end(), [](const request& r) { return r.index() == 1; });
+        int rc = write_group(group, true);
+        if (rc == 0) return;
+        if (is_full(rc)) {
+            force_size_pass = true;
+            spdlog::warn("journal {}: the map is full ({} bytes); refusing appends until retention frees space",
+                         opts.path, opts.size_bytes_max);
+            if (has_appends && has_outcomes) {
+                // Outcomes advance cursors, which lets retention free space: try them alone
+                // rather than let appends starve them.
+                std::vector<request> appends;
+                std::vector<request> outcomes;
+                for (auto& r : group) (r.index() == 0 ? appends : outcomes).push_back(std::move(r));
+                release(appends);
+                fail_group(appends, core::errc::journal_full, true, false);
+                rc = write_group(outcomes, false);
+                if (rc == 0) return;
+                group = std::move(outcomes);
+                if (is_full(rc)) {
+                    release(group);
+                    fail_group(group, core::errc::journal_full, true, true);
+                    return;
+                }
+            } else {
+                release(group);
+                fail_group(group, core::errc::journal_full, true, true);
+                return;
+            }
+        }
+        fail_sticky("a group commit", rc);
+        release(group);
+        fail_group(group, core::errc::journal_failed, true, true);
+    }
+
+    // Writes and commits group in one transaction. On success completes every request and
+    // returns 0; otherwise returns the LMDB error with nothing committed and nothing completed.
+    int write_group(std::vector<request>& group, bool appends_allowed) {
+        const auto started = std::chrono::steady_clock::now();
+        detail::txn t;
+        if (int rc = detail::txn::begin_write(env, t); rc != 0) return rc;
+        std::uint64_t seq = next_seq;
+        std::uint64_t ts_seen = ts_max;
+        const std::uint64_t wall = opts.wall_ms();
+        std::size_t ops_written = 0;
+        std::vector<std::pair<std::uint32_t, std::uint64_t>> cursor_updates;
+        for (auto& r : group) {
+            int rc = 0;
+            if (auto* a = std::get_if<append_req>(&r)) {
+                CAIRN_ASSERT(appends_allowed);
+                rc = write_append(t, *a, seq, ts_seen, wall, ops_written);
+            } else {
+                rc = write_outcome(t, std::get<outcome_req>(r).outcome, seq, cursor_updates);
+            }
+            if (rc != 0) return rc;
+        }
+        if (seq != next_seq) {
+            if (int rc = t.put(db.meta, detail::meta_next_seq, detail::u64_be(seq)); rc != 0) return rc;
+            if (int rc = t.put(db.meta, detail::meta_ts_max, detail::u64_be(ts_seen)); rc != 0) return rc;
+        }
+        int rc = 0;
+        if (int injected = inject_commit_error.exchange(0); injected != 0) {
+            t.abort();
+            rc = injected;
+        } else {
+            rc = t.commit();
+        }
+        if (rc != 0) return rc;
+
+        // Committed: publish, then acknowledge.
+        const bool appended_any = seq != next_seq;
+        next_seq = seq;
+        ts_max = ts_seen;
+        last_seq.store(seq - 1);
+        for (const auto& [shard, c] : cursor_updates) cursors[shard].store(c);
+        if (!cursor_updates.empty()) update_min_cursor();
+        commit_latency.observe(std::chrono::steady_clock::now() - started);
+        std::size_t weight_total = 0;
+        for (const auto& r : group) weight_total += weight(r);
+        group_ops.observe(static_cast<double>(weight_total));
+        ops_appended.inc(ops_written);
+        release(group);
+        for (auto& r : group) {
+            if (auto* a = std::get_if<append_req>(&r)) {
+                if (a->error) {
+                    invoke_callback(a->done, core::result<appended>(a->error));
+                } else {
+                    invoke_callback(a->done, core::result<appended>(std::move(a->value)));
+                }
+            } else {
+                invoke_callback(std::get<outcome_req>(r).done, core::result<void>(core::success()));
+            }
+        }
+        if (appended_any) {
+            std::function<void(std::uint64_t)> fn;
+            {
+                std::lock_guard lock(listener_mu);
+                fn = listener;
+            }
+            if (fn) invoke_callback(fn, seq - 1);
+        }
+        return 0;
+    }
+
+    int write_append(detail::txn& t, append_req& a, std::uint64_t& seq, std::uint64_t& ts_seen,
+                     std::uint64_t wall, std::size_t& ops_written) {
+        const std::uint64_t retention_ms = static_cast<std::uint64_t>(opts.retention.count()) * 1000;
+        if (!a.key.empty()) {
+            std::string_view existing;
+            int rc = t.get(db.idem, a.key, existing);
+            if (rc == 0) {
+                auto e = detail::decode_idem(std::span(existing.data(), existing.size()));
+                if (!e) {
+                    spdlog::error("journal {}: the idempotency entry of a key does not decode", opts.path);
+                    a.error = e.error();
+                    return 0;
+                }
+                const bool fresh = wall < e.value().wall_ms || wall - e.value().wall_ms < retention_ms;
+                if (fresh) {
+                    a.value = std::move(e.value().result);
+                    a.value.deduplicated = true;
+                    return 0;
+                }
+                // Expired but not yet retired: the key starts afresh.
+                rc = t.del(db.idem_time, detail::idem_time_key(e.value().wall_ms, a.key));
+                if (rc != 0 && rc != MDB_NOTFOUND) return rc;
+            } else if (rc != MDB_NOTFOUND) {
+                return rc;
+            }
+        }
+        a.value.first_seq = seq;
+        a.value.ts.reserve(a.ops.size());
+        a.value.op_ids.reserve(a.ops.size());
+        std::string value;
+        for (auto& o : a.ops) {
+            CAIRN_ASSERT(seq <= detail::seq_max);
+            if (o.op_id == 0) o.op_id = core::make_op_id(opts.node_id, seq);
+            value.assign(detail::ops_value_header_bytes, '\0');
+            detail::put_be(value.data(), wall, 8);
+            core::encode_op(o, value);
+            const auto key = detail::ops_key(seq);
+            // MDB_APPEND: seqs only grow, so every put lands at the end of the tree.
+            if (int rc = t.put(db.ops, view(key), value, MDB_APPEND); rc != 0) return rc;
+            a.value.ts.push_back(o.ts);
+            a.value.op_ids.push_back(o.op_id);
+            ts_seen = std::max(ts_seen, o.ts);
+            ++seq;
+        }
+        a.value.last_seq = seq - 1;
+        ops_written += a.ops.size();
+        if (!a.key.empty()) {
+            if (int rc = t.put(db.idem, a.key, detail::encode_idem(a.value, wall)); rc != 0) return rc;
+            if (int rc = t.put(db.idem_time, detail::idem_time_key(wall, a.key), {}); rc != 0) return rc;
+        }
+        return 0;
+    }
+
+    int write_outcome(detail::txn& t, const apply_outcome& o, std::uint64_t next,
+                      std::vector<std::pair<std::uint32_t, std::uint64_t>>& cursor_updates) {
+        for (const auto& e : o.remove_errors) {
+            const int rc = t.del(db.errors, view(detail::errors_key(e.shard, e.due_ms, e.seq)));
+            if (rc != 0 && rc != MDB_NOTFOUND) return rc;
+        }
+        for (const auto& e : o.put_errors) {
+            const int rc = t.put(db.errors, view(detail::errors_key(e.shard, e.due_ms, e.seq)), detail::encode_task(e));
+            if (rc != 0) return rc;
+        }
+        for (const auto& d : o.remove_dead) {
+            const int rc = t.del(db.dead, view(detail::dead_key(d.task.shard, d.task.seq)));
+            if (rc != 0 && rc != MDB_NOTFOUND) return rc;
+        }
+        for (const auto& d : o.put_dead) {
+            const int rc = t.put(db.dead, view(detail::dead_key(d.task.shard, d.task.seq)), detail::encode_dead(d));
+            if (rc != 0) return rc;
+        }
+        if (o.cursor) {
+            const auto key = detail::cursor_key(o.shard);
+            std::string_view current_bytes;
+            std::uint64_t current = 0;
+            const int rc = t.get(db.cursors, view(key), current_bytes);
+            if (rc == 0) {
+                CAIRN_ASSERT(current_bytes.size() == detail::cursor_value_bytes);
+                current = detail::get_be(current_bytes.data(), 8);
+            } else if (rc != MDB_NOTFOUND) {
+                return rc;
+            }
+            CAIRN_ASSERT(*o.cursor >= current);  // a cursor never moves backwards
+            CAIRN_ASSERT(*o.cursor < next);      // nor past the last op (of this group, too)
+            if (int prc = t.put(db.cursors, view(key), detail::u64_be(*o.cursor)); prc != 0) return prc;
+            cursor_updates.emplace_back(o.shard, *o.cursor);
+        }
+        return 0;
+    }
+
+    // Retention: deletes applied ops older than the retention (or, under map pressure, any
+    // applied op) and expired idempotency keys, in one short transaction per pass.
+    void retire() {
+        const std::uint64_t now = opts.wall_ms();
+        const std::uint64_t min_c = min_cursor.load();
+        const bool interval_passed =
+            !retention_ran || now < retention_last_ms || now - retention_last_ms >= retention_interval_ms;
+        const bool pressure_eased = pressure && min_c > pressure_min_cursor;
+        if (!interval_passed && !retention_more && !pressure_eased && !force_size_pass) return;
+        retention_ran = true;
+        retention_last_ms = now;
+
+        detail::txn t;
+        if (int rc = detail::txn::begin_write(env, t); rc != 0) {
+            fail_sticky("beginning a retention transaction", rc);
+            return;
+        }
+        const auto dbis = all_dbis();
+        auto used = used_bytes(t, dbis);
+        if (!used) {
+            fail_sticky("reading the database sizes", used.error().value());
+            return;
+        }
+        const bool size_mode = force_size_pass || used.value() * 100 > opts.size_bytes_max * pressure_percent;
+        force_size_pass = false;
+        pressure = size_mode;
+        pressure_min_cursor = min_c;
+
+        const std::uint64_t retention_ms = static_cast<std::uint64_t>(opts.retention.count()) * 1000;
+        const auto old = [&](std::uint64_t wall) { return now >= wall && now - wall >= retention_ms; };
+        std::size_t budget = retention_deletes_per_pass;
+        std::size_t ops_deleted = 0;
+        std::size_t keys_deleted = 0;
+        int rc = 0;
+        {
+            detail::cursor c;
+            rc = c.open(t, db.ops);
+            std::string_view k;
+            std::string_view v;
+            if (rc == 0) rc = c.get(k, v, MDB_FIRST);
+            while (rc == 0 && budget > 0) {
+                if (k.size() != detail::ops_key_bytes || v.size() < detail::ops_value_header_bytes) {
+                    spdlog::error("journal {}: retention met a malformed op record; stopping", opts.path);
+                    rc = MDB_NOTFOUND;
+                    break;
+                }
+                // Never an op that some shard has not applied.
+                if (detail::get_be(k.data(), 8) > min_c) break;
+                if (!size_mode && !old(detail::get_be(v.data(), 8))) break;
+                if (rc = c.del(); rc != 0) break;
+                ++ops_deleted;
+                --budget;
+                // After a delete the cursor stands on the next record; MDB_NEXT returns it.
+                rc = c.get(k, v, MDB_NEXT);
+            }
+        }
+        if (rc == MDB_NOTFOUND) rc = 0;
+        if (rc == 0) {
+            detail::cursor c;
+            rc = c.open(t, db.idem_time);
+            std::string_view k;
+            std::string_view v;
+            if (rc == 0) rc = c.get(k, v, MDB_FIRST);
+            while (rc == 0 && budget > 0) {
+                if (k.size() < detail::ms_bytes) break;
+                const std::uint64_t wall = detail::get_be(k.data(), 8);
+                if (!old(wall)) break;
+                const std::string key(k.substr(detail::ms_bytes));
+                std::string_view entry;
+                if (t.get(db.idem, key, entry) == 0) {
+                    auto e = detail::decode_idem(std::span(entry.data(), entry.size()));
+                    // A key reused after it expired has a newer entry, with its own time key.
+                    if (!e || e.value().wall_ms == wall) {
+                        if (rc = t.del(db.idem, key); rc != 0) break;
+                    }
+                }
+                if (rc = c.del(); rc != 0) break;
+                ++keys_deleted;
+                --budget;
+                // After a delete the cursor stands on the next record; MDB_NEXT returns it.
+                rc = c.get(k, v, MDB_NEXT);
+            }
+        }
+        if (rc == MDB_NOTFOUND) rc = 0;
+        retention_more = budget == 0;
+        if (rc == 0 && ops_deleted + keys_deleted == 0) return;  // t aborts: nothing to commit
+        if (rc == 0) rc = t.commit();
+        if (is_full(rc)) {
+            spdlog::error("journal {}: retention could not commit: the map is full", opts.path);
+            return;
+        }
+        if (rc != 0) {
+            fail_sticky("a retention commit", rc);
+            return;
+        }
+        ops_retired.inc(ops_deleted);
+        if (size_mode && ops_deleted > 0) {
+            spdlog::warn("journal {}: the map is {}% full: deleted {} applied ops regardless of their age", opts.path,
+                         used.value() * 100 / std::max<std::uint64_t>(opts.size_bytes_max, 1), ops_deleted);
+        }
+    }
+};
+
+journal::journal(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+
+journal::~journal() {
+    {
+        std::lock_guard lock(impl_->mu);
+        impl_->stopping = true;
+    }
+    impl_->cv.notify_all();
+    if (impl_->writer.joinable()) impl_->writer.join();
+}
+
+core::result<std::unique_ptr<journal>> journal::open(options opts, core::hlc& clock) {
+    if (opts.path.empty() || opts.size_bytes_max == 0 || opts.shard_count == 0 || opts.node_id > core::hlc_node_max ||
+        opts.queue_ops_max == 0 || opts.group_ops_max == 0 || !opts.wall_ms) {
+        return core::errc::bad_request;
+    }
+    std::error_code fs_ec;
+    std::filesystem::create_directories(opts.path, fs_ec);
+    if (fs_ec) return system_error(fs_ec.value());
+
+    auto p = std::make_unique<impl>();
+    // LMDB must not be opened twice in one process, and two gateways must not share a journal:
+    // an flock on a file of our own refuses both (flock conflicts between open file descriptions,
+    // also within one process).
+    const std::string lock_path = (std::filesystem::path(opts.path) / lock_file_name).string();
+    p->lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0640);
+    if (p->lock_fd < 0) return system_error(errno);
+    if (::flock(p->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        const int e = errno;
+        if (e == EWOULDBLOCK) {
+            spdlog::error("journal {}: already open (in this process or another)", opts.path);
+            return core::errc::conflict;
+        }
+        return system_error(e);
+    }
+
+    // LMDB wants the map size in whole OS pages.
+    const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    const std::uint64_t map_bytes = (opts.size_bytes_max + page - 1) / page * page;
+    auto e = detail::env::open(opts.path, map_bytes, detail::dbs_max, readers_max);
+    if (!e) return e.error();
+    p->env = std::move(e.value());
+    {
+        int dead = 0;
+        if (int rc = mdb_reader_check(p->env.get(), &dead); rc != 0) return detail::lmdb_error(rc);
+        if (dead > 0) spdlog::warn("journal {}: cleared {} stale reader slots", opts.path, dead);
+    }
+
+    detail::txn t;
+    if (int rc = detail::txn::begin_write(p->env, t); rc != 0) return detail::lmdb_error(rc);
+    auto open_db = [&](const char* name, MDB_dbi& out) { return mdb_dbi_open(t.get(), name, MDB_CREATE, &out); };
+    for (auto [name, out] : {std::pair{detail::db_ops, &p->db.ops}, std::pair{detail::db_cursors, &p->db.cursors},
+                             std::pair{detail::db_errors, &p->db.errors}, std::pair{detail::db_dead, &p->db.dead},
+                             std::pair{detail::db_idem, &p->db.idem}, std::pair{detail::db_idem_time, &p->db.idem_time},
+                             std::pair{detail::db_meta, &p->db.meta}}) {
+        if (int rc = open_db(name, *out); rc != 0) return detail::lmdb_error(rc);
+    }
+    // meta: a fresh journal stores its node id and format; an existing one must match them.
+    auto meta_u64 = [&](std::string_view key) -> core::result<std::optional<std::uint64_t>> {
+        std::string_view v;
+        const int rc = t.get(p->db.meta, key, v);
+        if (rc == MDB_NOTFOUND) return std::optional<std::uint64_t>{};
+        if (rc != 0) return detail::lmdb_error(rc);
+        if (v.size() != detail::meta_value_bytes) return core::errc::journal_corrupt;
+        return std::optional<std::uint64_t>{detail::get_be(v.data(), 8)};
+    };
+    auto stored_node = meta_u64(detail::meta_node_id);
+    if (!stored_node) return stored_node.error();
+    if (!stored_node.value()) {
+        if (int rc = t.put(p->db.meta, detail::meta_node_id, detail::u64_be(opts.node_id)); rc != 0) {
+            return detail::lmdb_error(rc);
+        }
+        if (int rc = t.put(p->db.meta, detail::meta_format_version, detail::u64_be(detail::format_version)); rc != 0) {
+            return detail::lmdb_error(rc);
+        }
+    } else if (*stored_node.value() != opts.node_id) {
+        spdlog::error("journal {}: it belongs to node id {}, not {}; refusing to open it", opts.path,
+                      *stored_node.value(), opts.node_id);
+        return core::errc::conflict;
+    }
+    auto version = meta_u64(detail::meta_format_version);
+    if (!version) return version.error();
+    if (version.value().value_or(0) != detail::format_version) {
+        spdlog::error("journal {}: format version {} is not the supported {}", opts.path,
+                      version.value().value_or(0), detail::format_version);
+        return core::errc::journal_corrupt;
+    }
+
+    // The next seq: past the last op, the stored next_seq (ops may all be retired) and every cursor.
+    auto stored_next = meta_u64(detail::meta_next_seq);
+    if (!stored_next) return stored_next.error();
+    std::uint64_t next = std::max<std::uint64_t>(1, stored_next.value().value_or(1));
+    auto stored_ts = meta_u64(detail::meta_ts_max);
+    if (!stored_ts) return stored_ts.error();
+    std::uint64_t ts_max = stored_ts.value().value_or(0);
+    {
+        detail::cursor c;
+        if (int rc = c.open(t, p->db.ops); rc != 0) return detail::lmdb_error(rc);
+        std::string_view k;
+        std::string_view v;
+        const int rc = c.get(k, v, MDB_LAST);
+        if (rc == 0) {
+            if (k.size() != detail::ops_key_bytes || v.size() < detail::ops_value_header_bytes) {
+                return core::errc::journal_corrupt;
+            }
+            auto last = core::decode_op(std::span(v.data() + 8, v.size() - 8));
+            if (!last) {
+                spdlog::error("journal {}: the last op record does not decode", opts.path);
+                return last.error();
+            }
+            next = std::max(next, detail::get_be(k.data(), 8) + 1);
+            ts_max = std::max(ts_max, last.value().ts);
+        } else if (rc != MDB_NOTFOUND) {
+            return detail::lmdb_error(rc);
+        }
+    }
+    p->cursors = std::make_unique<std::atomic<std::uint64_t>[]>(opts.shard_count);
+    {
+        detail::cursor c;
+        if (int rc = c.open(t, p->db.cursors); rc != 0) return detail::lmdb_error(rc);
+        std::string_view k;
+        std::string_view v;
+        for (int rc = c.get(k, v, MDB_FIRST); rc != MDB_NOTFOUND; rc = c.get(k, v, MDB_NEXT)) {
+            if (rc != 0) return detail::lmdb_error(rc);
+            if (k.size() != detail::cursor_key_bytes || v.size() != detail::cursor_value_bytes) {
+                return core::errc::journal_corrupt;
+            }
+            const auto shard = static_cast<std::uint32_t>(detail::get_be(k.data(), 4));
+            const std::uint64_t seq = detail::get_be(v.data(), 8);
+            next = std::max(next, seq + 1);
+            if (shard < opts.shard_count) {
+                p->cursors[shard].store(seq);
+            } else {
+                spdlog::warn("journal {}: ignoring the cursor of shard {} (shard_count is {})", opts.path, shard,
+                             opts.shard_count);
+            }
+        }
+    }
+    if (int rc = t.commit(); rc != 0) return detail::lmdb_error(rc);
+
+    clock.observe(ts_max);
+    p->next_seq = next;
+    p->ts_max = ts_max;
+    p->last_seq.store(next - 1);
+    p->opts = std::move(opts);
+    p->update_min_cursor();
+    impl* raw = p.get();
+    std::unique_ptr<journal> j(new journal(std::move(p)));
+    raw->writer = std::thread([raw] { raw->run(); });
+    return j;
+}
+
+void journal::append(std::vector<core::op> ops, std::string idempotency_key, append_callback done) {
+    CAIRN_ASSERT(static_cast<bool>(done));
+    impl& p = *impl_;
+    auto refuse = [&](core::errc e) { invoke_callback(done, core::result<appended>(e)); };
+    if (ops.empty() || idempotency_key.size() > detail::idem_key_bytes_max) return refuse(core::errc::bad_request);
+    if (ops.size() > p.opts.group_ops_max || ops.size() > p.opts.queue_ops_max) return refuse(core::errc::too_large);
+    // Checked here, on the caller's thread, so that one bad op fails only its own request.
+    for (const auto& o : ops) {
+        const auto* e = std::get_if<core::edge_op>(&o.body);
+        if (e != nullptr && !core::valid_graph_name(e->graph)) return refuse(core::errc::bad_request);
+        const std::string bytes = core::encode_op(o);
+        auto back = core::decode_op(bytes);
+        if (!back || !(back.value() == o)) return refuse(core::errc::bad_request);
+    }
+    const std::size_t n = ops.size();
+    core::errc refused = core::errc::ok;
+    {
+        std::lock_guard lock(p.mu);
+        const std::uint64_t last = p.last_seq.load();
+        const std::uint64_t unapplied = last + p.pending_ops + n - std::min(p.min_cursor.load(), last);
+        if (p.stopping) {
+            refused = core::errc::shutting_down;
+        } else if (p.failed.load()) {
+            refused = core::errc::journal_failed;
+        } else if (p.pending_ops + n > p.opts.queue_ops_max || unapplied > p.opts.unapplied_ops_max) {
+            refused = core::errc::overloaded;
+        } else {
+            p.pending_ops += n;
+            p.queue.emplace_back(append_req{std::move(ops), std::move(idempotency_key), std::move(done), {}, {}});
+        }
+    }
+    // The callback runs without the lock held, so it may call into the journal again.
+    if (refused != core::errc::ok) return refuse(refused);
+    p.cv.notify_one();
+}
+
+void journal::commit_outcome(apply_outcome outcome, done_callback done) {
+    CAIRN_ASSERT(static_cast<bool>(done));
+    impl& p = *impl_;
+    auto refuse = [&](core::errc e) { invoke_callback(done, core::result<void>(e)); };
+    if (outcome.shard >= p.opts.shard_count) return refuse(core::errc::bad_request);
+    auto check = [&](error_task& t) {
+        detail::bound_history(t);
+        return t.shard == outcome.shard && t.op_bytes.size() <= core::op_record_bytes_max;
+    };
+    for (auto* list : {&outcome.put_errors, &outcome.remove_errors}) {
+        for (auto& t : *list) {
+            if (!check(t)) return refuse(core::errc::bad_request);
+        }
+    }
+    for (auto* list : {&outcome.put_dead, &outcome.remove_dead}) {
+        for (auto& d : *list) {
+            if (!check(d.task)) return refuse(core::errc::bad_request);
+        }
+    }
+    core::errc refused = core::errc::ok;
+    {
+        std::lock_guard lock(p.mu);
+        if (p.stopping) {
+            refused = core::errc::shutting_down;
+        } else if (p.failed.load()) {
+            refused = core::errc::journal_failed;
+        } else if (p.pending_outcomes + 1 > p.opts.queue_ops_max) {
+            refused = core::errc::overloaded;
+        } else {
+            ++p.pending_outcomes;
+            p.queue.emplace_back(outcome_req{std::move(outcome), std::move(done)});
+        }
+    }
+    if (refused != core::errc::ok) return refuse(refused);
+    p.cv.notify_one();
+}
+
+void journal::set_commit_listener(std::function<void(std::uint64_t)> fn) {
+    std::lock_guard lock(impl_->listener_mu);
+    impl_->listener = std::move(fn);
+}
+
+core::result<std::vector<std::pair<std::uint64_t, core::op>>> journal::read_ops(std::uint64_t after_seq,
+                                                                               std::size_t max) const {
+    std::vector<std::pair<std::uint64_t, core::op>> out;
+    if (max == 0 || after_seq >= detail::seq_max) return out;
+    auto t = detail::txn::begin_read(impl_->env);
+    if (!t) return t.error();
+    detail::cursor c;
+    if (int rc = c.open(t.value(), impl_->db.ops); rc != 0) return detail::lmdb_error(rc);
+    std::string_view k;
+    std::string_view v;
+    const auto start = detail::ops_key(after_seq + 1);
+    for (int rc = c.seek(view(start), k, v); out.size() < max; rc = c.get(k, v, MDB_NEXT)) {
+        if (rc == MDB_NOTFOUND) break;
+        if (rc != 0) return detail::lmdb_error(rc);
+        if (k.size() != detail::ops_key_bytes || v.size() < detail::ops_value_header_bytes) {
+            return core::errc::journal_corrupt;
+        }
+        const std::uint64_t seq = detail::get_be(k.data(), 8);
+        CAIRN_ASSERT(seq > after_seq);
+        auto o = core::decode_op(std::span(v.data() + 8, v.size() - 8));
+        if (!o) {
+            spdlog::error("journal {}: op {} does not decode", impl_->opts.path, seq);
+            return o.error();
+        }
+        out.emplace_back(seq, std::move(o.value()));
+    }
+    return out;
+}
+
+core::result<std::string> journal::read_op_bytes(std::uint64_t seq) const {
+    auto t = detail::txn::begin_read(impl_->env);
+    if (!t) return t.error();
+    std::string_view v;
+    const int rc = t.value().get(impl_->db.ops, view(detail::ops_key(seq)), v);
+    if (rc == MDB_NOTFOUND) return core::errc::not_found;
+    if (rc != 0) return detail::lmdb_error(rc);
+    if (v.size() < detail::ops_value_header_bytes) return core::errc::journal_corrupt;
+    return std::string(v.substr(detail::ops_value_header_bytes));
+}
+
+core::result<std::uint64_t> journal::read_op_time_ms(std::uint64_t seq) const {
+    auto t = detail::txn::begin_read(impl_->env);
+    if (!t) return t.error();
+    std::string_view v;
+    const int rc = t.value().get(impl_->db.ops, view(detail::ops_key(seq)), v);
+    if (rc == MDB_NOTFOUND) return core::errc::not_found;
+    if (rc != 0) return detail::lmdb_error(rc);
+    if (v.size() < detail::ops_value_header_bytes) return core::errc::journal_corrupt;
+    return detail::get_be(v.data(), 8);
+}
+
+std::uint64_t journal::cursor(std::uint32_t shard) const {
+    CAIRN_ASSERT(shard < impl_->opts.shard_count);
+    return impl_->cursors[shard].load();
+}
+
+std::uint64_t journal::last_seq() const noexcept { return impl_->last_seq.load(); }
+
+std::uint64_t journal::node_id() const noexcept { return impl_->opts.node_id; }
+
+core::result<std::vector<error_task>> journal::due_errors(std::uint32_t shard, std::uint64_t now_ms,
+                                                          std::size_t max) const {
+    std::vector<error_task> out;
+    if (max == 0) return out;
+    auto t = detail::txn::begin_read(impl_->env);
+    if (!t) return t.error();
+    detail::cursor c;
+    if (int rc = c.open(t.value(), impl_->db.errors); rc != 0) return detail::lmdb_error(rc);
+    std::string_view k;
+    std::string_view v;
+    const auto start = detail::errors_key(shard, 0, 0);
+    for (int rc = c.seek(view(start), k, v); out.size() < max; rc = c.get(k, v, MDB_NEXT)) {
+        if (rc == MDB_NOTFOUND) break;
+        if (rc != 0) return detail::lmdb_error(rc);
+        if (k.size() != detail::errors_key_bytes) return core::errc::journal_corrupt;
+        if (detail::get_be(k.data(), 4) != shard) break;
+        const std::uint64_t due = detail::get_be(k.data() + 4, 8);
+        if (due > now_ms) break;
+        auto task = detail::decode_task(std::span(v.data(), v.size()));
+        if (!task) return task.error();
+        // The key and the record say the same thing, or the record is not to be trusted.
+        if (task.value().shard != shard || task.value().due_ms != due ||
+            task.value().seq != detail::get_be(k.data() + 12, 8)) {
+            return core::errc::journal_corrupt;
+        }
+        out.push_back(std::move(task.value()));
+    }
+    return out;
+}
+
+core::result<std::vector<dead_letter>> journal::list_dead(std::size_t max) const {
+    std::vector<dead_letter> out;
+    if (max == 0) return out;
+    auto t = detail::txn::begin_read(impl_->env);
+    if (!t) return t.error();
+    detail::cursor c;
+    if (int rc = c.open(t.value(), impl_->db.dead); rc != 0) return detail::lmdb_error(rc);
+    std::string_view k;
+    std::string_view v;
+    for (int rc = c.get(k, v, MDB_FIRST); out.size() < max; rc = c.get(k, v, MDB_NEXT)) {
+        if (rc == MDB_NOTFOUND) break;
+        if (rc != 0) return detail::lmdb_error(rc);
+        if (k.size() != detail::dead_key_bytes) return core::errc::journal_corrupt;
+        auto d = detail::decode_dead(std::span(v.data(), v.size()));
+        if (!d) return d.error();
+        if (d.value().task.shard != detail::get_be(k.data(), 4) || d.value().task.seq != detail::get_be(k.data() + 4, 8)) {
+            return core::errc::journal_corrupt;
+        }
+        out.push_back(std::move(d.value()));
+    }
+    return out;
+}
+
+stats journal::get_stats() const {
+    const impl& p = *impl_;
+    stats s;
+    s.last_seq = p.last_seq.load();
+    s.failed = p.failed.load();
+    s.cursors.reserve(p.opts.shard_count);
+    for (std::uint32_t i = 0; i < p.opts.shard_count; ++i) s.cursors.push_back(p.cursors[i].load());
+    MDB_envinfo info{};
+    if (mdb_env_info(p.env.get(), &info) == 0) s.map_bytes_max = info.me_mapsize;
+    auto t = detail::txn::begin_read(p.env);
+    if (!t) return s;
+    auto entries = [&](MDB_dbi dbi) -> std::uint64_t {
+        MDB_stat st{};
+        return mdb_stat(t.value().get(), dbi, &st) == 0 ? st.ms_entries : 0;
+    };
+    s.ops_count = entries(p.db.ops);
+    s.error_count = entries(p.db.errors);
+    s.dead_count = entries(p.db.dead);
+    s.idem_count = entries(p.db.idem);
+    const auto dbis = p.all_dbis();
+    if (auto used = used_bytes(t.value(), dbis)) s.map_bytes_used = used.value();
+    return s;
+}
+
+bool journal::healthy() const noexcept { return !impl_->failed.load(); }
+
+core::histogram& journal::commit_latency() { return impl_->commit_latency; }
+core::histogram& journal::group_ops() { return impl_->group_ops; }
+core::counter& journal::ops_appended() { return impl_->ops_appended; }
+core::counter& journal::ops_retired() { return impl_->ops_retired; }
+
+void journal::fail_next_commit_for_test(int mdb_error) { impl_->inject_commit_error.store(mdb_error); }
+
+unsigned journal::env_flags_for_test() const {
+    unsigned flags = 0;
+    const int rc = mdb_env_get_flags(impl_->env.get(), &flags);
+    CAIRN_ASSERT(rc == 0);
+    return flags;
+}
+
+}  // namespace cairn::journal

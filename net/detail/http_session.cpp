@@ -1,0 +1,403 @@
+#include "net/detail/http_session.hpp"
+
+#include "net/task.hpp"
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+namespace cairn::net::detail {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+using error_code = boost::system::error_code;
+using namespace std::chrono_literals;
+
+namespace {
+
+auto use_ec(error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
+
+constexpr std::size_t rejecting_max = 64;               // 503 answers in progress at once
+constexpr std::chrono::milliseconds backoff_initial{5};  // after a failed accept
+constexpr std::chrono::milliseconds backoff_max{1'000};
+constexpr std::size_t idle_read_bytes = 8 * 1024;
+constexpr std::size_t buffer_keep_bytes = 64 * 1024;  // larger read buffers are released when idle
+constexpr std::size_t linger_bytes_max = 1024 * 1024;
+constexpr std::string_view continue_100 = "HTTP/1.1 100 Continue\r\n\r\n";
+
+std::chrono::milliseconds linger_time(const core::limits& lim) { return std::min(lim.timeout_read, 1'000ms); }
+
+bool is_http_error(const error_code& ec) {
+    static const auto& category = make_error_code(http::error::bad_method).category();
+    return ec.category() == category;
+}
+
+// The ways a connection ends that are not errors: the peer went away or timed out, or the
+// server closed it.
+bool is_expected_end(const error_code& ec) {
+    return ec == http::error::end_of_stream || ec == http::error::partial_message || ec == asio::error::eof ||
+           ec == beast::error::timeout || ec == asio::error::operation_aborted ||
+           ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
+           ec == asio::error::bad_descriptor || ec == asio::error::not_connected;
+}
+
+void log_end(const error_code& ec, const char* what) {
+    if (is_expected_end(ec)) {
+        return;
+    }
+    spdlog::debug("http session ended on {}: {}", what, ec.message());
+}
+
+// The problem that answers a failed read, or nullopt when the connection just ends.
+std::optional<response> problem_for_read_error(const error_code& ec, const http::request_parser<http::string_body>& p) {
+    const unsigned version = p.is_header_done() ? p.get().version() : 11;
+    if (ec == http::error::body_limit) {
+        return problem(http::status::payload_too_large, "body-too-large", "Payload Too Large",
+                       "the request body exceeds the server's limit", std::nullopt, version, false);
+    }
+    if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
+        return problem(http::status::request_header_fields_too_large, "header-too-large",
+                       "Request Header Fields Too Large", "the request header exceeds the server's limit", std::nullopt,
+                       version, false);
+    }
+    if (is_http_error(ec) && !is_expected_end(ec)) {
+        return problem(http::status::bad_request, "malformed-request", "Bad Request",
+                       fmt::format("the request is not valid HTTP/1.1: {}", ec.message()), std::nullopt, version,
+                       false);
+    }
+    return std::nullopt;
+}
+
+bool expects_continue(const request& req) {
+    const auto it = req.find(http::field::expect);
+    if (it == req.end()) return false;
+    const std::string_view v = to_string_view(it->value());
+    constexpr std::string_view token = "100-continue";
+    return v.size() == token.size() && std::equal(v.begin(), v.end(), token.begin(), [](char a, char b) {
+               return (a >= 'A' && a <= 'Z' ? static_cast<char>(a - 'A' + 'a') : a) == b;
+           });
+}
+
+}  // namespace
+
+// server_state ----------------------------------------------------------------------------
+
+server_state::server_state(asio::io_context& io, server_options o, const router& r, const auth& a,
+                           core::registry& reg)
+    : ioc(io),
+      opts(std::move(o)),
+      routes(r),
+      authn(a),
+      metrics(reg, r),
+      acceptor_strand(asio::make_strand(io)),
+      acceptor(acceptor_strand),
+      backoff_timer(acceptor_strand),
+      stop_timer(acceptor_strand) {}
+
+asio::awaitable<void> server_state::async_accept_loop(std::shared_ptr<server_state> self) {
+    auto backoff = backoff_initial;
+    bool failing = false;
+    for (;;) {
+        error_code ec;
+        tcp::socket socket = co_await self->acceptor.async_accept(asio::make_strand(self->ioc), use_ec(ec));
+        if (self->stopping.load(std::memory_order_acquire)) co_return;
+        if (ec == asio::error::operation_aborted || !self->acceptor.is_open()) co_return;
+        if (ec) {
+            // EMFILE, ENFILE, ENOBUFS, ...: the pending connection stays in the backlog, so an
+            // immediate retry would fail again at once. Back off (exponentially, up to a second).
+            self->metrics.count_accept_error();
+            if (!failing) spdlog::warn("accept failed: {}; backing off", ec.message());
+            failing = true;
+            self->backoff_timer.expires_after(backoff);
+            error_code wait_ec;
+            co_await self->backoff_timer.async_wait(use_ec(wait_ec));
+            backoff = std::min(backoff * 2, backoff_max);
+            continue;
+        }
+        if (failing) spdlog::info("accepting connections again");
+        failing = false;
+        backoff = backoff_initial;
+
+        error_code opt_ec;
+        socket.set_option(tcp::no_delay(true), opt_ec);  // Responses are written whole; don't delay them.
+        auto session = std::make_shared<http_session>(self, std::move(socket));
+        switch (self->admit(session)) {
+            case admission::admitted: {
+                auto ex = session->get_executor();
+                asio::co_spawn(ex, http_session::async_run(std::move(session)), log_task_end("http_session"));
+                break;
+            }
+            case admission::full: {
+                tcp::socket s = session->stream_.release_socket();
+                auto ex = s.get_executor();
+                asio::co_spawn(ex, async_reject(self, std::move(s)), log_task_end("http_reject"));
+                break;
+            }
+            case admission::stopping:
+                break;  // The session's socket closes with it.
+        }
+    }
+}
+
+asio::awaitable<void> server_state::async_reject(std::shared_ptr<server_state> self, tcp::socket socket) {
+    struct reject_slot {
+        server_state& state;
+        ~reject_slot() {
+            std::lock_guard lock(state.mu);
+            --state.rejecting;
+        }
+    } slot{*self};
+
+    beast::tcp_stream stream(std::move(socket));
+    response res = problem(http::status::service_unavailable, "too-many-connections", "Service Unavailable",
+                           "the server has too many open connections; retry shortly", std::nullopt, 11, false);
+    res.set(http::field::retry_after, "1");
+    res.set(http::field::server, "cairn");
+    const auto linger = linger_time(self->opts.lim);
+    stream.expires_after(linger);
+    error_code ec;
+    self->metrics.count_request(router::npos, res.result_int());
+    co_await http::async_write(stream, res, use_ec(ec));
+    if (ec) co_return;
+    co_await async_lingering_close(stream, linger, linger_bytes_max);
+}
+
+server_state::admission server_state::admit(const std::shared_ptr<http_session>& s) {
+    std::lock_guard lock(mu);
+    if (stopping.load(std::memory_order_relaxed)) return admission::stopping;
+    if (session_count >= opts.lim.connections_max) {
+        if (rejecting >= rejecting_max) return admission::stopping;  // Too many 503s in flight: just close.
+        ++rejecting;
+        return admission::full;
+    }
+    s->self_it_ = sessions.insert(sessions.end(), s);
+    s->registered_ = true;
+    ++session_count;
+    metrics.set_connections(session_count);
+    return admission::admitted;
+}
+
+void server_state::release(http_session& s, bool post_cancel) {
+    bool last = false;
+    {
+        std::lock_guard lock(mu);
+        if (!s.registered_) return;
+        sessions.erase(s.self_it_);
+        s.registered_ = false;
+        --session_count;
+        metrics.set_connections(session_count);
+        last = session_count == 0 && stopping.load(std::memory_order_relaxed);
+    }
+    if (last && post_cancel) {
+        asio::post(acceptor_strand, [self = shared_from_this()] { self->stop_timer.cancel(); });
+    }
+}
+
+void server_state::stop() {
+    std::vector<std::shared_ptr<http_session>> live;
+    {
+        std::lock_guard lock(mu);
+        if (stopping.exchange(true, std::memory_order_acq_rel)) return;
+        live.reserve(session_count);
+        for (const auto& w : sessions) {
+            if (auto s = w.lock()) live.push_back(std::move(s));
+        }
+    }
+    asio::post(acceptor_strand, [self = shared_from_this()] {
+        error_code ec;
+        self->acceptor.close(ec);
+        self->backoff_timer.cancel();
+        self->arm_stop_timer();
+    });
+    for (auto& s : live) {
+        auto ex = s->get_executor();
+        asio::post(ex, [s = std::move(s)] { s->close_if_idle(); });
+    }
+}
+
+void server_state::arm_stop_timer() {
+    {
+        std::lock_guard lock(mu);
+        if (session_count == 0) return;
+    }
+    stop_timer.expires_after(opts.stop_timeout);
+    stop_timer.async_wait([self = shared_from_this()](const error_code& ec) {
+        if (ec) return;  // Cancelled: the last connection ended in time.
+        self->close_all_sessions();
+    });
+}
+
+void server_state::close_all_sessions() {
+    std::vector<std::shared_ptr<http_session>> live;
+    {
+        std::lock_guard lock(mu);
+        for (const auto& w : sessions) {
+            if (auto s = w.lock()) live.push_back(std::move(s));
+        }
+    }
+    if (!live.empty()) spdlog::info("closing {} connections still open after the stop timeout", live.size());
+    for (auto& s : live) {
+        auto ex = s->get_executor();
+        asio::post(ex, [s = std::move(s)] { s->close(); });
+    }
+}
+
+// http_session ----------------------------------------------------------------------------
+
+http_session::http_session(std::shared_ptr<server_state> server, tcp::socket socket)
+    : server_(std::move(server)), stream_(std::move(socket)) {}
+
+http_session::~http_session() {
+    server_->release(*this, false);  // Only if async_run did not end normally.
+}
+
+void http_session::close_if_idle() {
+    if (idle_) close();
+}
+
+void http_session::close() { stream_.close(); }
+
+asio::awaitable<void> http_session::async_run(std::shared_ptr<http_session> self) {
+    try {
+        co_await self->async_serve();
+    } catch (...) {
+        self->server_->release(*self, true);
+        throw;  // log_task_end logs it.
+    }
+    self->server_->release(*self, true);
+}
+
+asio::awaitable<void> http_session::async_serve() {
+    const core::limits& lim = server_->opts.lim;
+    error_code ec;
+    bool first = true;
+    // The first request must arrive whole within timeout_read of the accept; later ones may be
+    // preceded by up to timeout_idle of silence, and then must arrive whole within timeout_read.
+    stream_.expires_after(lim.timeout_read);
+    for (;;) {
+        if (buffer_.size() == 0) {
+            if (server_->stopping.load(std::memory_order_acquire)) co_return;
+            if (buffer_.capacity() > buffer_keep_bytes) buffer_.shrink_to_fit();
+            if (!first) stream_.expires_after(lim.timeout_idle);
+            idle_ = true;
+            const std::size_t n = co_await stream_.async_read_some(buffer_.prepare(idle_read_bytes), use_ec(ec));
+            idle_ = false;
+            if (ec) {
+                log_end(ec, "read");
+                co_return;
+            }
+            buffer_.commit(n);
+        }
+        if (!first) stream_.expires_after(lim.timeout_read);
+        first = false;
+
+        http::request_parser<http::string_body> parser;
+        parser.header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(lim.header_bytes_max, UINT32_MAX)));
+        parser.body_limit(lim.body_bytes_max);
+        co_await http::async_read_header(stream_, buffer_, parser, use_ec(ec));
+        if (!ec && !parser.is_done()) {
+            if (expects_continue(parser.get())) {
+                co_await asio::async_write(stream_, asio::buffer(continue_100.data(), continue_100.size()),
+                                           use_ec(ec));
+            }
+            if (!ec) co_await http::async_read(stream_, buffer_, parser, use_ec(ec));
+        }
+        if (ec) {
+            if (auto res = problem_for_read_error(ec, parser)) {
+                co_await async_fail(std::move(*res));
+            } else {
+                log_end(ec, "read");
+            }
+            co_return;
+        }
+
+        request req = parser.release();
+        const auto started = std::chrono::steady_clock::now();
+        std::size_t route_index = router::npos;
+        response res;
+        auto role = server_->authn.authenticate(req);
+        if (!role) {
+            res = auth::unauthorized(req);
+        } else if (beast::websocket::is_upgrade(req) &&
+                   router::split_target(to_string_view(req.target())).first == http_server::upgrade_path) {
+            if (server_->upgrade) {
+                stream_.expires_never();
+                co_await server_->upgrade(stream_, std::move(req), role.value());
+                co_return;
+            }
+            res = problem(http::status::not_found, "not-found", "Not Found", "WebSocket is not available yet",
+                          std::nullopt, req.version(), req.keep_alive());
+        } else {
+            res = co_await server_->routes.async_route(req, role.value(), route_index);
+        }
+
+        // A handler may ask to close (Connection: close); otherwise the request decides.
+        const bool keep_alive =
+            req.keep_alive() && res.keep_alive() && !server_->stopping.load(std::memory_order_acquire);
+        res.version(req.version());
+        res.keep_alive(keep_alive);
+        res.set(http::field::server, "cairn");
+        // Counted before the write, so that a client that has its response also sees it counted.
+        server_->metrics.observe_duration(std::chrono::steady_clock::now() - started);
+        server_->metrics.count_request(route_index, res.result_int());
+        stream_.expires_after(lim.timeout_read);
+        co_await http::async_write(stream_, res, use_ec(ec));
+        if (ec) {
+            log_end(ec, "write");
+            co_return;
+        }
+        if (!keep_alive) {
+            error_code ignored;
+            stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+            co_return;
+        }
+    }
+}
+
+asio::awaitable<void> http_session::async_fail(response res) {
+    res.keep_alive(false);
+    res.set(http::field::server, "cairn");
+    const auto linger = linger_time(server_->opts.lim);
+    stream_.expires_after(linger);
+    error_code ec;
+    server_->metrics.count_request(router::npos, res.result_int());
+    co_await http::async_write(stream_, res, use_ec(ec));
+    if (ec) co_return;
+    co_await async_lingering_close(stream_, linger, linger_bytes_max);
+}
+
+asio::awaitable<void> async_lingering_close(beast::tcp_stream& stream, std::chrono::milliseconds linger,
+                                            std::size_t bytes_max) {
+    error_code ec;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (!ec) {
+        stream.expires_after(linger);
+        std::array<char, 2048> sink;
+        std::size_t drained = 0;
+        while (drained < bytes_max) {
+            const std::size_t n = co_await stream.async_read_some(asio::buffer(sink), use_ec(ec));
+            if (ec) break;
+            drained += n;
+        }
+    }
+    stream.close();
+}
+
+}  // namespace cairn::net::detail

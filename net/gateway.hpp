@@ -1,0 +1,34 @@
+// The running parts that routes use: journal, clock, shard map, per-shard read pools and
+// apply workers. Owned by cairnd's main (apps/cairnd.cpp), which outlives every session;
+// routes keep a reference. Thread-safe parts only.
+#pragma once
+
+#include "core/hlc.hpp"
+#include "core/limits.hpp"
+#include "core/metrics.hpp"
+#include "core/shard_map.hpp"
+
+#include <memory>
+#include <vector>
+
+namespace cairn::journal {
+class journal;
+}
+namespace cairn::shards {
+class pool;
+class apply_worker;
+}  // namespace cairn::shards
+
+namespace cairn::net {
+
+struct gateway {
+    journal::journal& journal;
+    core::hlc& clock;
+    const core::shard_map& map;
+    std::vector<shards::pool*> read_pools;        // index = shard
+    std::vector<shards::apply_worker*> workers;   // index = shard
+    core::limits lim;
+    core::registry& metrics;
+};
+
+}  // namespace cairn::net

@@ -1,0 +1,195 @@
+#include <utility>  // Boost 1.74's awaitable.hpp forgets it.
+
+#include "net/routes.hpp"
+
+#include "core/codec.hpp"
+#include "journal/journal.hpp"
+#include "net/edge_json.hpp"
+#include "net/gateway.hpp"
+#include "net/problem.hpp"
+#include "net/router.hpp"
+#include "shards/apply_worker.hpp"
+#include "shards/edge_store.hpp"
+#include "shards/journal_await.hpp"
+#include "shards/pool.hpp"
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <fmt/format.h>
+
+namespace cairn::net {
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+constexpr std::size_t idempotency_key_bytes_max = 200;
+
+response journal_error(const request& req, const core::error_code& ec) {
+    response res;
+    if (ec == core::errc::journal_full) {
+        res = problem(http::status::service_unavailable, "journal-full", "Journal full",
+                      "the journal has reached its size limit; writes resume when applied ops are retired",
+                      std::nullopt, req.version(), req.keep_alive());
+        res.set(http::field::retry_after, "30");
+    } else if (ec == core::errc::overloaded) {
+        res = problem(http::status::service_unavailable, "overloaded", "Overloaded",
+                      "too many writes are waiting to be journaled or applied; retry later", std::nullopt,
+                      req.version(), req.keep_alive());
+        res.set(http::field::retry_after, "1");
+    } else if (ec == core::errc::shutting_down) {
+        res = problem(http::status::service_unavailable, "shutting-down", "Shutting down",
+                      "this gateway is shutting down; retry on another or later", std::nullopt, req.version(),
+                      req.keep_alive());
+        res.set(http::field::retry_after, "5");
+    } else {
+        res = problem(http::status::service_unavailable, "journal-failed", "Journal failed",
+                      "the journal cannot commit; this gateway must restart (nothing acknowledged is lost)",
+                      std::nullopt, req.version(), req.keep_alive());
+        res.set(http::field::retry_after, "10");
+    }
+    return res;
+}
+
+std::string render_appended(const journal::appended& a) {
+    if (a.ts.size() == 1) {
+        return fmt::format(R"({{"seq":{},"ts":"{}","op_id":"{}","deduplicated":{}}})", a.last_seq, a.ts[0],
+                           a.op_ids[0], a.deduplicated);
+    }
+    std::string out = fmt::format(R"({{"first_seq":{},"seq":{},"count":{},"deduplicated":{},"ts":[)", a.first_seq,
+                                  a.last_seq, a.ts.size(), a.deduplicated);
+    for (std::size_t i = 0; i < a.ts.size(); ++i) fmt::format_to(std::back_inserter(out), "{}\"{}\"", i ? "," : "", a.ts[i]);
+    out += "]}";
+    return out;
+}
+
+asio::awaitable<response> async_post_edges(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    const auto graph = ctx.params.get("graph").value_or("");
+    edge_write_options opts;
+    opts.batch_ops_max = gw.lim.batch_ops_max;
+    auto parsed = parse_edge_writes(graph, req.body(), gw.clock, core::system_wall_clock_ms(), opts);
+    if (auto* err = std::get_if<input_error>(&parsed)) {
+        co_return problem(http::status::bad_request, "invalid-field", "Invalid request",
+                          fmt::format("{} {}", err->field, err->detail), err->field, req.version(), req.keep_alive());
+    }
+    auto& ops = std::get<std::vector<core::op>>(parsed);
+    std::string key;
+    if (auto it = req.find("Idempotency-Key"); it != req.end()) {
+        key = std::string(it->value());
+        if (key.empty() || key.size() > idempotency_key_bytes_max) {
+            co_return problem(http::status::bad_request, "invalid-field", "Invalid request",
+                              fmt::format("Idempotency-Key must be 1 to {} bytes", idempotency_key_bytes_max),
+                              "Idempotency-Key", req.version(), req.keep_alive());
+        }
+    }
+    // Backpressure: while the journal's queue is full, this request waits (bounded) rather
+    // than queue without limit; past the deadline it is refused with Retry-After.
+    const auto deadline = std::chrono::steady_clock::now() + gw.lim.journal_wait_max;
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    for (auto delay = 1ms;; delay = std::min(delay * 2, 50ms)) {
+        auto r = co_await shards::async_append(gw.journal, ops, key);
+        if (r) {
+            response res{http::status::accepted, req.version()};
+            res.set(http::field::content_type, "application/json");
+            res.keep_alive(req.keep_alive());
+            res.body() = render_appended(r.value());
+            res.prepare_payload();
+            co_return res;
+        }
+        if (r.error() != core::errc::overloaded || std::chrono::steady_clock::now() + delay > deadline) {
+            co_return journal_error(req, r.error());
+        }
+        timer.expires_after(delay);
+        core::error_code ec;
+        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+}
+
+asio::awaitable<response> async_get_edge(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    const auto graph = ctx.params.get("graph").value_or("");
+    if (!core::valid_graph_name(graph)) {
+        co_return problem(http::status::bad_request, "invalid-field", "Invalid request",
+                          "graph must be 1 to 32 characters of A-Z, a-z, 0-9 and _", "graph", req.version(),
+                          req.keep_alive());
+    }
+    const auto source = parse_id(ctx.params.get("source").value_or(""));
+    const auto destination = parse_id(ctx.params.get("destination").value_or(""));
+    if (!source || !destination) {
+        const char* field = source ? "destination" : "source";
+        co_return problem(http::status::bad_request, "invalid-field", "Invalid request",
+                          fmt::format("{} must be an integer between 0 and 9223372036854775807", field), field,
+                          req.version(), req.keep_alive());
+    }
+    shards::pool& pool = *gw.read_pools.at(gw.map.shard_of_id(*source));
+    auto lease = co_await pool.async_acquire();
+    core::result<std::optional<shards::stored_edge>> r = core::errc::shard_unavailable;
+    if (lease) r = co_await shards::async_get_edge(*lease.value(), graph, *source, *destination);
+    if (!r) {
+        auto res = problem(http::status::service_unavailable, "shard-unavailable", "Shard unavailable",
+                           fmt::format("the shard holding this edge did not answer: {}",
+                                       (lease ? r.error() : lease.error()).message()),
+                           std::nullopt, req.version(), req.keep_alive());
+        res.set(http::field::retry_after, "1");
+        co_return res;
+    }
+    if (!r.value()) {
+        co_return problem(http::status::not_found, "not-found", "Not found",
+                          fmt::format("no edge {} -> {} in graph {}", *source, *destination, graph), std::nullopt,
+                          req.version(), req.keep_alive());
+    }
+    co_return json_response(http::status::ok, render_edge(graph, *source, *destination, r.value()->row), req);
+}
+
+std::string render_ready(gateway& gw, bool verbose, bool& ready) {
+    const auto st = gw.journal.get_stats();
+    const bool journal_ok = gw.journal.healthy();
+    const bool space_ok = st.map_bytes_max == 0 || st.map_bytes_used * 10 < st.map_bytes_max * 9;
+    ready = journal_ok && space_ok;
+    if (!verbose) return fmt::format(R"({{"ready":{}}})", ready);
+    std::string out = fmt::format(
+        R"({{"ready":{},"checks":{{"journal_writable":{},"journal_space":{{"ok":{},"used_bytes":{},"max_bytes":{}}},"shards":[)",
+        ready, journal_ok, space_ok, st.map_bytes_used, st.map_bytes_max);
+    for (std::size_t i = 0; i < gw.workers.size(); ++i) {
+        const auto* w = gw.workers[i];
+        fmt::format_to(std::back_inserter(out), R"({}{{"shard":{},"up":{},"applied_seq":{},"lag_ops":{},"paused":{}}})",
+                       i ? "," : "", i, w->shard_up(), w->applied_seq(),
+                       st.last_seq > w->applied_seq() ? st.last_seq - w->applied_seq() : 0, w->paused());
+    }
+    out += "]}}";
+    return out;
+}
+
+}  // namespace
+
+void add_edge_routes(router& r, gateway& gw) {
+    r.add(http::verb::post, "/v1/graphs/{graph}/edges", core::role::write,
+          [&gw](route_context& ctx) { return async_post_edges(gw, ctx); });
+    r.add(http::verb::get, "/v1/graphs/{graph}/edges/{source}/{destination}", core::role::read,
+          [&gw](route_context& ctx) { return async_get_edge(gw, ctx); });
+}
+
+void add_health_routes(router& r, gateway& gw) {
+    r.add(http::verb::get, "/livez", core::role::read, [](route_context& ctx) -> asio::awaitable<response> {
+        co_return json_response(http::status::ok, R"({"alive":true})", ctx.req);
+    });
+    r.add(http::verb::get, "/readyz", core::role::read, [&gw](route_context& ctx) -> asio::awaitable<response> {
+        bool ready = false;
+        auto body = render_ready(gw, ctx.query_param("verbose").has_value(), ready);
+        co_return json_response(ready ? http::status::ok : http::status::service_unavailable, std::move(body), ctx.req);
+    });
+    r.add(http::verb::get, "/metrics", core::role::read, [&gw](route_context& ctx) -> asio::awaitable<response> {
+        response res{http::status::ok, ctx.req.version()};
+        res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+        res.keep_alive(ctx.req.keep_alive());
+        res.body() = gw.metrics.render();
+        res.prepare_payload();
+        co_return res;
+    });
+}
+
+}  // namespace cairn::net

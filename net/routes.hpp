@@ -1,0 +1,13 @@
+// The HTTP routes of cairn's API (edges, health, metrics), added to a router. Handlers run
+// on the session's strand; they keep the gateway by reference (it outlives the server).
+#pragma once
+
+namespace cairn::net {
+
+class router;
+struct gateway;
+
+void add_edge_routes(router& r, gateway& gw);
+void add_health_routes(router& r, gateway& gw);
+
+}  // namespace cairn::net

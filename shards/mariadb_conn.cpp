@@ -1,0 +1,594 @@
+#include "shards/mariadb_conn.hpp"
+
+#include "core/assert.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <errmsg.h>
+#include <mysql.h>
+#include <mysqld_error.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <charconv>
+#include <mutex>
+
+namespace cairn::shards {
+namespace {
+
+namespace asio = boost::asio;
+using clock_type = std::chrono::steady_clock;
+
+// The coroutine stack libmariadb runs each nonblocking call on. The default (about 60 KiB) is
+// too small once sanitizers pad every frame.
+constexpr std::size_t nonblock_stack_bytes = 256 * 1024;
+
+// libmariadb's own timeouts are a second safety net behind cairn's Asio deadlines, so they are
+// set a little longer: cairn's deadline fires first and reports shard_timeout.
+unsigned safety_net_seconds(std::chrono::milliseconds deadline) {
+    const auto s = std::chrono::ceil<std::chrono::seconds>(deadline).count() + 2;
+    return static_cast<unsigned>(s);
+}
+
+void library_init_once() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        // mysql_library_init is itself guarded by pthread_once in Connector/C 3.x; calling it
+        // before any mysql_init keeps that true for every libmariadb build.
+        const int rc = mysql_library_init(0, nullptr, nullptr);
+        CAIRN_ASSERT(rc == 0);
+    });
+}
+
+// Errors after which libmariadb's connection is gone even though the statement itself was at
+// fault: the server drops a connection that sent a packet over max_allowed_packet.
+bool error_kills_connection(unsigned err) {
+    return err == ER_NET_PACKET_TOO_LARGE || err == CR_NET_PACKET_TOO_LARGE;
+}
+
+std::int64_t parse_int64(std::string_view s) {
+    std::int64_t v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    CAIRN_ASSERT(ec == std::errc{});
+    CAIRN_ASSERT(end == s.data() + s.size());
+    return v;
+}
+
+std::uint64_t parse_uint64(std::string_view s) {
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    CAIRN_ASSERT(ec == std::errc{});
+    CAIRN_ASSERT(end == s.data() + s.size());
+    return v;
+}
+
+// Copies a stored result set out of libmariadb. mysql_fetch_row on a stored result only walks
+// memory, so this never blocks.
+rows copy_rows(MYSQL_RES* res) {
+    rows out;
+    const unsigned n = mysql_num_fields(res);
+    out.start(n);
+    while (MYSQL_ROW row = mysql_fetch_row(res)) {
+        const unsigned long* lengths = mysql_fetch_lengths(res);
+        CAIRN_ASSERT(lengths != nullptr);
+        for (unsigned i = 0; i < n; ++i) {
+            if (row[i] == nullptr) {
+                out.push(std::nullopt);
+            } else {
+                out.push(std::string_view(row[i], lengths[i]));
+            }
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------- rows
+
+std::optional<std::string_view> rows::at(std::size_t row, std::size_t col) const {
+    CAIRN_ASSERT(row < rows_);
+    CAIRN_ASSERT(col < columns_);
+    const cell& c = cells_[row * columns_ + col];
+    if (c.null) {
+        return std::nullopt;
+    }
+    return std::string_view(data_).substr(c.offset, c.bytes);
+}
+
+std::int64_t rows::int64_at(std::size_t row, std::size_t col) const {
+    const auto v = at(row, col);
+    CAIRN_ASSERT(v.has_value());
+    return parse_int64(*v);
+}
+
+std::uint64_t rows::uint64_at(std::size_t row, std::size_t col) const {
+    const auto v = at(row, col);
+    CAIRN_ASSERT(v.has_value());
+    return parse_uint64(*v);
+}
+
+void rows::start(std::size_t columns) {
+    CAIRN_ASSERT(cells_.empty());
+    columns_ = columns;
+    rows_ = 0;
+}
+
+void rows::push(std::optional<std::string_view> value) {
+    CAIRN_ASSERT(columns_ > 0);
+    cell c;
+    if (value) {
+        c.offset = data_.size();
+        c.bytes = value->size();
+        data_.append(*value);
+    } else {
+        c.null = true;
+    }
+    cells_.push_back(c);
+    if (cells_.size() % columns_ == 0) {
+        ++rows_;
+    }
+}
+
+// ------------------------------------------------------------------------- classification
+
+core::errc classify_mysql_error(unsigned err) noexcept {
+    switch (err) {
+        case ER_LOCK_DEADLOCK:
+        case ER_LOCK_WAIT_TIMEOUT:
+            return core::errc::shard_retry;
+
+        case ER_STATEMENT_TIMEOUT:  // max_statement_time: the server's own deadline
+            return core::errc::shard_timeout;
+
+        case ER_NET_PACKET_TOO_LARGE:  // this statement is too big; the server drops the connection
+        case CR_NET_PACKET_TOO_LARGE:
+            return core::errc::shard_rejected;
+
+        case ER_DISK_FULL:
+        case ER_OUTOFMEMORY:
+        case ER_OUT_OF_SORTMEMORY:
+        case ER_CON_COUNT_ERROR:
+        case ER_OUT_OF_RESOURCES:
+        case ER_SERVER_SHUTDOWN:
+        case ER_NORMAL_SHUTDOWN:
+        case ER_SHUTDOWN_COMPLETE:
+        case ER_HOST_IS_BLOCKED:
+        case ER_CANT_CREATE_THREAD:
+        case ER_ABORTING_CONNECTION:
+        case ER_NET_READ_ERROR_FROM_PIPE:
+        case ER_NET_FCNTL_ERROR:
+        case ER_NET_PACKETS_OUT_OF_ORDER:
+        case ER_NET_UNCOMPRESS_ERROR:
+        case ER_NET_READ_ERROR:
+        case ER_NET_READ_INTERRUPTED:
+        case ER_NET_ERROR_ON_WRITE:
+        case ER_NET_WRITE_INTERRUPTED:
+        case ER_NEW_ABORTING_CONNECTION:
+        case ER_TOO_MANY_USER_CONNECTIONS:
+        case ER_LOCK_TABLE_FULL:
+        case ER_USER_LIMIT_REACHED:
+        case ER_OPTION_PREVENTS_STATEMENT:  // --read-only: a replica, not a writable shard
+        case ER_QUERY_INTERRUPTED:          // KILL QUERY or shutdown interrupted it
+        case ER_READ_ONLY_MODE:
+        case ER_CONNECTION_KILLED:
+            return core::errc::shard_unavailable;
+
+        default:
+            break;
+    }
+    if (err >= CR_MIN_ERROR && err <= CR_MAX_ERROR) {  // every client error: the connection is gone
+        return core::errc::shard_unavailable;
+    }
+    return core::errc::shard_rejected;
+}
+
+// --------------------------------------------------------------------------- mariadb_conn
+
+// Every libmariadb call and every socket wait runs on strand_, inside a step co_spawn'ed there
+// by the public async_ functions. libmariadb 3.x keeps no thread-local state (mysql_thread_init
+// is a no-op), so a _cont may run on another thread than its _start as long as the calls never
+// overlap, which the strand guarantees.
+class mariadb_conn::impl {
+public:
+    impl(asio::any_io_executor ex, conn_params p)
+        : strand_(asio::make_strand(std::move(ex))),
+          params_(std::move(p)),
+          socket_(strand_),
+          timer_(strand_),
+          wait_(std::make_shared<wait_state>()) {
+        library_init_once();
+    }
+
+    ~impl() { close(); }
+
+    impl(const impl&) = delete;
+    impl& operator=(const impl&) = delete;
+
+    asio::strand<asio::any_io_executor> strand_;
+    conn_params params_;
+    MYSQL* mysql_ = nullptr;
+    bool open_ = false;
+    std::uint64_t affected_rows_ = 0;
+    std::uint64_t connection_id_ = 0;
+    unsigned last_errno_ = 0;
+    std::string last_error_;
+
+    asio::awaitable<core::result<void>> async_connect_step();
+    asio::awaitable<core::result<rows>> async_statement_step(std::string_view sql, bool keep_rows);
+
+    bool probe_idle() noexcept;
+    void close() noexcept;
+
+private:
+    // Shared with the deadline handler, which may run after the wait it belonged to.
+    struct wait_state {
+        std::uint64_t generation = 0;
+        bool live = false;   // a socket wait of this generation is pending
+        bool fired = false;  // the timer of this generation expired
+    };
+
+    // What one wait ended with: the MYSQL_WAIT_* events to pass to _cont, or an error.
+    [[nodiscard]] asio::awaitable<core::result<int>> async_wait_events(int status, clock_type::time_point deadline,
+                                                                       bool rewrap);
+
+    // Runs start(), then cont(events) after each wait until libmariadb reports done.
+    // Errors: shard_timeout (the deadline expired; the connection is closed) or
+    // shard_unavailable (the socket could not be waited on; the connection is closed).
+    template <class Start, class Cont>
+    asio::awaitable<core::result<void>> async_drive(clock_type::time_point deadline, bool connecting, Start start,
+                                                    Cont cont);
+
+    [[nodiscard]] core::result<void> wrap_socket();
+    void unwrap_socket() noexcept;
+    core::errc fail_from_mysql();
+    core::errc fail(core::errc e, unsigned err, std::string message);
+
+    asio::posix::stream_descriptor socket_;  // wraps libmariadb's fd; never owns it
+    asio::steady_timer timer_;
+    std::shared_ptr<wait_state> wait_;
+};
+
+core::result<void> mariadb_conn::impl::wrap_socket() {
+    unwrap_socket();
+    const my_socket fd = mysql_get_socket(mysql_);
+    if (fd == MARIADB_INVALID_SOCKET) {
+        return core::errc::shard_unavailable;
+    }
+    boost::system::error_code ec;
+    socket_.assign(fd, ec);
+    if (ec) {
+        return ec;
+    }
+    return core::success();
+}
+
+void mariadb_conn::impl::unwrap_socket() noexcept {
+    if (socket_.is_open()) {
+        // libmariadb owns the fd: release() deregisters it from the reactor without closing it.
+        (void)socket_.release();
+    }
+}
+
+asio::awaitable<core::result<int>> mariadb_conn::impl::async_wait_events(int status, clock_type::time_point deadline,
+                                                                         bool rewrap) {
+    namespace pd = asio::posix;
+    const auto now = clock_type::now();
+    if (now >= deadline) {
+        co_return core::errc::shard_timeout;
+    }
+    // While connecting, libmariadb may close a socket and open another (one per address it
+    // tries), possibly under the same number: a stale epoll registration would never fire, so
+    // the fd is wrapped afresh before every wait of a connect.
+    if (rewrap || !socket_.is_open()) {
+        if (auto r = wrap_socket(); !r) {
+            co_return r.error();
+        }
+    }
+
+    auto wake_at = deadline;
+    bool library_timeout = false;
+    if ((status & MYSQL_WAIT_TIMEOUT) != 0) {
+        const auto t = now + std::chrono::milliseconds(mysql_get_timeout_value_ms(mysql_));
+        if (t < deadline) {
+            wake_at = t;
+            library_timeout = true;
+        }
+    }
+
+    boost::system::error_code ec;
+    timer_.expires_at(wake_at);
+    const int io_events = status & (MYSQL_WAIT_READ | MYSQL_WAIT_WRITE | MYSQL_WAIT_EXCEPT);
+    if (io_events == 0) {
+        co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) {
+            co_return core::errc::shard_unavailable;  // Only close() cancels the timer.
+        }
+        if (library_timeout) {
+            co_return MYSQL_WAIT_TIMEOUT;
+        }
+        co_return core::errc::shard_timeout;
+    }
+
+    wait_state& w = *wait_;
+    const std::uint64_t generation = ++w.generation;
+    w.live = true;
+    w.fired = false;
+    timer_.async_wait([state = wait_, generation, this](const boost::system::error_code& timer_ec) {
+        // Runs on strand_. `this` is touched only while the wait it belongs to is pending,
+        // which the coroutine that owns `this` is suspended in.
+        if (timer_ec || state->generation != generation || !state->live) {
+            return;
+        }
+        state->fired = true;
+        boost::system::error_code ignored;
+        socket_.cancel(ignored);
+    });
+
+    // libmariadb asks for one direction at a time; a write wait also wakes on errors.
+    pd::descriptor_base::wait_type type = pd::descriptor_base::wait_read;
+    int occurred = MYSQL_WAIT_READ;
+    if ((status & MYSQL_WAIT_WRITE) != 0) {
+        type = pd::descriptor_base::wait_write;
+        occurred = MYSQL_WAIT_WRITE;
+    } else if ((status & MYSQL_WAIT_READ) == 0) {
+        type = pd::descriptor_base::wait_error;
+        occurred = MYSQL_WAIT_EXCEPT;
+    }
+    co_await socket_.async_wait(type, asio::redirect_error(asio::use_awaitable, ec));
+    w.live = false;
+    const bool fired = w.fired;
+    timer_.cancel();
+
+    if (!ec) {
+        co_return occurred;
+    }
+    if (fired && library_timeout) {
+        co_return MYSQL_WAIT_TIMEOUT;
+    }
+    if (fired) {
+        co_return core::errc::shard_timeout;
+    }
+    co_return ec;
+}
+
+template <class Start, class Cont>
+asio::awaitable<core::result<void>> mariadb_conn::impl::async_drive(clock_type::time_point deadline, bool connecting,
+                                                                    Start start, Cont cont) {
+    int status = start();
+    while (status != 0) {
+        auto events = co_await async_wait_events(status, deadline, connecting);
+        if (!events) {
+            if (events.error() == core::errc::shard_timeout) {
+                const auto ms = connecting ? params_.connect_timeout : params_.query_timeout;
+                co_return fail(core::errc::shard_timeout, 0,
+                               "cairn deadline of " + std::to_string(ms.count()) + " ms expired");
+            }
+            co_return fail(core::errc::shard_unavailable, 0, "waiting on the socket failed: " + events.error().message());
+        }
+        status = cont(events.value());
+    }
+    co_return core::success();
+}
+
+core::errc mariadb_conn::impl::fail(core::errc e, unsigned err, std::string message) {
+    last_errno_ = err;
+    last_error_ = std::move(message);
+    if (e == core::errc::shard_unavailable || e == core::errc::shard_timeout || error_kills_connection(err)) {
+        close();
+    }
+    return e;
+}
+
+core::errc mariadb_conn::impl::fail_from_mysql() {
+    const unsigned err = mysql_errno(mysql_);
+    CAIRN_ASSERT(err != 0);  // Callers only get here after libmariadb reported a failure.
+    return fail(classify_mysql_error(err), err, mysql_error(mysql_));
+}
+
+asio::awaitable<core::result<void>> mariadb_conn::impl::async_connect_step() {
+    close();
+    const auto deadline = clock_type::now() + params_.connect_timeout;
+    mysql_ = mysql_init(nullptr);
+    if (mysql_ == nullptr) {
+        co_return fail(core::errc::shard_unavailable, CR_OUT_OF_MEMORY, "mysql_init failed");
+    }
+    const std::size_t stack = nonblock_stack_bytes;
+    const unsigned connect_s = safety_net_seconds(params_.connect_timeout);
+    const unsigned io_s = safety_net_seconds(params_.query_timeout);
+    const my_bool no_reconnect = 0;
+    const unsigned int no_local_infile = 0;  // this option reads an unsigned int, not a my_bool
+    const unsigned int protocol = MYSQL_PROTOCOL_TCP;
+    if (mysql_options(mysql_, MYSQL_OPT_NONBLOCK, &stack) != 0 ||
+        mysql_options(mysql_, MYSQL_OPT_CONNECT_TIMEOUT, &connect_s) != 0 ||
+        mysql_options(mysql_, MYSQL_OPT_READ_TIMEOUT, &io_s) != 0 ||
+        mysql_options(mysql_, MYSQL_OPT_WRITE_TIMEOUT, &io_s) != 0 ||
+        mysql_options(mysql_, MYSQL_SET_CHARSET_NAME, "utf8mb4") != 0 ||
+        mysql_options(mysql_, MYSQL_OPT_RECONNECT, &no_reconnect) != 0 ||
+        mysql_options(mysql_, MYSQL_OPT_LOCAL_INFILE, &no_local_infile) != 0 ||
+        mysql_options(mysql_, MYSQL_OPT_PROTOCOL, &protocol) != 0) {
+        co_return fail(core::errc::shard_unavailable, mysql_errno(mysql_), "mysql_options failed");
+    }
+
+    MYSQL* ret = nullptr;
+    const char* db = params_.database.empty() ? nullptr : params_.database.c_str();
+    auto r = co_await async_drive(
+        deadline, true,
+        [&] {
+            return mysql_real_connect_start(&ret, mysql_, params_.host.c_str(), params_.user.c_str(),
+                                            params_.password.c_str(), db, params_.port, nullptr, 0);
+        },
+        [&](int events) { return mysql_real_connect_cont(&ret, mysql_, events); });
+    if (!r) {
+        co_return r.error();
+    }
+    if (ret == nullptr) {
+        const unsigned err = mysql_errno(mysql_);
+        co_return fail(core::errc::shard_unavailable, err, mysql_error(mysql_));
+    }
+    // The connected socket is final now; wrap it once for the statements to come.
+    if (auto w = wrap_socket(); !w) {
+        co_return fail(core::errc::shard_unavailable, 0, "cannot wait on the socket: " + w.error().message());
+    }
+    open_ = true;
+    connection_id_ = mysql_thread_id(mysql_);
+    co_return core::success();
+}
+
+asio::awaitable<core::result<rows>> mariadb_conn::impl::async_statement_step(std::string_view sql, bool keep_rows) {
+    if (!open_) {
+        co_return fail(core::errc::shard_unavailable, CR_SERVER_GONE_ERROR, "not connected");
+    }
+    const auto deadline = clock_type::now() + params_.query_timeout;
+
+    int err = 0;
+    auto r = co_await async_drive(
+        deadline, false, [&] { return mysql_real_query_start(&err, mysql_, sql.data(), sql.size()); },
+        [&](int events) { return mysql_real_query_cont(&err, mysql_, events); });
+    if (!r) {
+        co_return r.error();
+    }
+    if (err != 0) {
+        co_return fail_from_mysql();
+    }
+
+    rows out;
+    bool first = true;
+    for (;;) {
+        if (mysql_field_count(mysql_) > 0) {
+            MYSQL_RES* res = nullptr;
+            auto s = co_await async_drive(
+                deadline, false, [&] { return mysql_store_result_start(&res, mysql_); },
+                [&](int events) { return mysql_store_result_cont(&res, mysql_, events); });
+            if (!s) {
+                co_return s.error();
+            }
+            if (res == nullptr) {
+                co_return fail_from_mysql();
+            }
+            if (first && keep_rows) {
+                out = copy_rows(res);
+            }
+            // A stored result is freed without network I/O (only a mysql_use_result one would
+            // read the rest of the rows), so the blocking call is safe here.
+            mysql_free_result(res);
+        }
+        if (first) {
+            affected_rows_ = mysql_affected_rows(mysql_);
+            first = false;
+        }
+        // A CALL returns several results (CLIENT_MULTI_RESULTS is on by default): drain them,
+        // or the next statement would fail with "commands out of sync".
+        if (!mysql_more_results(mysql_)) {
+            break;
+        }
+        int next = 0;
+        auto n = co_await async_drive(
+            deadline, false, [&] { return mysql_next_result_start(&next, mysql_); },
+            [&](int events) { return mysql_next_result_cont(&next, mysql_, events); });
+        if (!n) {
+            co_return n.error();
+        }
+        if (next > 0) {
+            co_return fail_from_mysql();
+        }
+        if (next < 0) {
+            break;
+        }
+    }
+    co_return out;
+}
+
+bool mariadb_conn::impl::probe_idle() noexcept {
+    if (!open_) {
+        return false;
+    }
+    pollfd p{};
+    p.fd = mysql_get_socket(mysql_);
+    p.events = POLLIN;
+    const int n = ::poll(&p, 1, 0);
+    if (n == 0) {
+        return true;
+    }
+    last_errno_ = CR_SERVER_GONE_ERROR;
+    last_error_ = "the server closed the idle connection";
+    close();
+    return false;
+}
+
+void mariadb_conn::impl::close() noexcept {
+    unwrap_socket();
+    if (mysql_ != nullptr) {
+        // mysql_close sends COM_QUIT with a blocking write; after shutdown(2) that write fails at
+        // once with EPIPE (libmariadb sends with MSG_NOSIGNAL), so the close cannot block. This
+        // is also how a suspended _start/_cont sequence is abandoned: mysql_close frees its stack.
+        const my_socket fd = mysql_get_socket(mysql_);
+        if (fd != MARIADB_INVALID_SOCKET) {
+            ::shutdown(fd, SHUT_RDWR);
+        }
+        mysql_close(mysql_);
+        mysql_ = nullptr;
+    }
+    open_ = false;
+    connection_id_ = 0;
+}
+
+// ------------------------------------------------------------------------- public wrappers
+
+mariadb_conn::mariadb_conn(asio::any_io_executor ex, conn_params p)
+    : impl_(std::make_unique<impl>(std::move(ex), std::move(p))) {}
+
+mariadb_conn::~mariadb_conn() = default;
+
+asio::awaitable<core::result<void>> mariadb_conn::async_connect() {
+    std::optional<core::result<void>> out;
+    impl* i = impl_.get();
+    auto step = [](impl* self, std::optional<core::result<void>>* o) -> asio::awaitable<void> {
+        o->emplace(co_await self->async_connect_step());
+    };
+    // The step runs on the strand; this coroutine resumes on its own executor afterwards.
+    co_await asio::co_spawn(i->strand_, step(i, &out), asio::use_awaitable);
+    CAIRN_ASSERT(out.has_value());
+    co_return std::move(*out);
+}
+
+asio::awaitable<core::result<void>> mariadb_conn::async_execute(std::string_view sql) {
+    auto r = co_await async_run_statement(sql, false);
+    if (!r) {
+        co_return r.error();
+    }
+    co_return core::success();
+}
+
+asio::awaitable<core::result<rows>> mariadb_conn::async_query(std::string_view sql) {
+    co_return co_await async_run_statement(sql, true);
+}
+
+asio::awaitable<core::result<rows>> mariadb_conn::async_run_statement(std::string_view sql, bool keep_rows) {
+    std::optional<core::result<rows>> out;
+    impl* i = impl_.get();
+    auto step = [](impl* self, std::string_view s, bool keep,
+                   std::optional<core::result<rows>>* o) -> asio::awaitable<void> {
+        o->emplace(co_await self->async_statement_step(s, keep));
+    };
+    // An exception thrown by the step (only bad_alloc can be) is rethrown here.
+    co_await asio::co_spawn(i->strand_, step(i, sql, keep_rows, &out), asio::use_awaitable);
+    CAIRN_ASSERT(out.has_value());
+    co_return std::move(*out);
+}
+
+std::uint64_t mariadb_conn::affected_rows() const noexcept { return impl_->affected_rows_; }
+std::uint64_t mariadb_conn::connection_id() const noexcept { return impl_->connection_id_; }
+bool mariadb_conn::is_open() const noexcept { return impl_->open_; }
+bool mariadb_conn::probe_idle() noexcept { return impl_->probe_idle(); }
+void mariadb_conn::close() noexcept { impl_->close(); }
+unsigned mariadb_conn::last_errno() const noexcept { return impl_->last_errno_; }
+const std::string& mariadb_conn::last_error() const noexcept { return impl_->last_error_; }
+const conn_params& mariadb_conn::params() const noexcept { return impl_->params_; }
+
+}  // namespace cairn::shards

@@ -1,0 +1,128 @@
+// One nonblocking MariaDB connection: libmariadb's _start/_cont calls driven by Asio waits on
+// mysql_get_socket(). Any executor; one operation at a time. The connection owns its MYSQL
+// handle and socket; it runs every libmariadb call and every wait on its own strand, so the
+// awaiting coroutine may resume on any thread of a multi-threaded io_context.
+#pragma once
+
+#include <utility>  // Boost 1.74's awaitable.hpp forgets it.
+
+#include "core/result.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cairn::shards {
+
+struct conn_params {
+    // An IP address: a host name is resolved with a blocking getaddrinfo() inside
+    // mysql_real_connect_start(). Always TCP, even for "localhost".
+    std::string host = "127.0.0.1";
+    std::uint16_t port = 3306;
+    std::string user, password, database;
+    std::chrono::milliseconds connect_timeout{3000};  // the whole connect, handshake included
+    std::chrono::milliseconds query_timeout{10000};   // one statement, its result set included
+};
+
+// A fully fetched result set, copied out of libmariadb: it does not refer to the connection
+// and may outlive it. Values are the text protocol's bytes, binary-safe.
+class rows {
+public:
+    rows() = default;
+
+    std::size_t size() const noexcept { return rows_; }
+    std::size_t columns() const noexcept { return columns_; }
+
+    // The value at (row, col), or nullopt for SQL NULL. Valid as long as this object.
+    // Asserts that row < size() and col < columns().
+    std::optional<std::string_view> at(std::size_t row, std::size_t col) const;
+
+    // The value parsed as a decimal integer. Asserts that it is not NULL, in range and
+    // well-formed: use these only on columns whose SQL type guarantees it.
+    std::int64_t int64_at(std::size_t row, std::size_t col) const;
+    std::uint64_t uint64_at(std::size_t row, std::size_t col) const;
+
+    // Building (used by mariadb_conn; handy for fakes in tests): call start(columns) once,
+    // then push columns() values per row.
+    void start(std::size_t columns);
+    void push(std::optional<std::string_view> value);
+
+private:
+    struct cell {
+        std::size_t offset = 0;
+        std::size_t bytes = 0;
+        bool null = false;
+    };
+    std::size_t rows_ = 0;
+    std::size_t columns_ = 0;
+    std::vector<cell> cells_;
+    std::string data_;
+};
+
+// Maps a MariaDB error number (server ER_* or client CR_*) to cairn's error:
+// shard_unavailable (client errors 2000-2999; the server is going away, out of resources,
+// read-only, or killed the connection or query), shard_timeout (max_statement_time),
+// shard_retry (deadlock, lock wait timeout) or shard_rejected (anything else).
+core::errc classify_mysql_error(unsigned mysql_errno) noexcept;
+
+class mariadb_conn {
+public:
+    mariadb_conn(boost::asio::any_io_executor ex, conn_params p);
+    ~mariadb_conn();  // Never blocks: see close().
+    mariadb_conn(const mariadb_conn&) = delete;
+    mariadb_conn& operator=(const mariadb_conn&) = delete;
+
+    // Connects (closing any previous connection first) within params.connect_timeout.
+    // Errors: shard_unavailable (refused, unreachable, authentication or any other failure),
+    // shard_timeout (the deadline expired). On error the connection is closed.
+    [[nodiscard]] boost::asio::awaitable<core::result<void>> async_connect();
+
+    // Runs one statement within params.query_timeout. `sql` must stay valid until the
+    // returned awaitable completes. async_execute discards any result set; async_query
+    // returns it (no columns and no rows if the statement produced none).
+    // Errors: shard_unavailable (not open, connection lost, server going away) and
+    // shard_timeout (the deadline expired): the connection is then closed. shard_retry
+    // (deadlock; lock wait timeout, which rolls back only the statement) and shard_rejected
+    // (any other server error): the connection stays open; the caller sends ROLLBACK.
+    [[nodiscard]] boost::asio::awaitable<core::result<void>> async_execute(std::string_view sql);
+    [[nodiscard]] boost::asio::awaitable<core::result<rows>> async_query(std::string_view sql);
+
+    // Rows changed (or, with async_query, returned) by the last successful statement.
+    std::uint64_t affected_rows() const noexcept;
+    // The server's connection id (for KILL and logs), 0 when not open.
+    std::uint64_t connection_id() const noexcept;
+
+    bool is_open() const noexcept;
+
+    // For an idle connection only: a nonblocking poll(2) of its socket. An idle MariaDB
+    // connection has nothing to read, so readable or hung up means the server closed it
+    // (restart, KILL, wait_timeout). Then the connection is closed and false returned.
+    bool probe_idle() noexcept;
+
+    // Closes at once: shutdown(2) on the socket, then mysql_close(), which therefore cannot
+    // wait on the network. Must not be called while an operation is in flight (the
+    // operations close the connection themselves on timeout and loss).
+    void close() noexcept;
+
+    // The error number (server ER_* or client CR_*; 0 for a cairn deadline) and message of
+    // the last failure.
+    unsigned last_errno() const noexcept;
+    const std::string& last_error() const noexcept;
+
+    const conn_params& params() const noexcept;
+
+private:
+    class impl;
+    boost::asio::awaitable<core::result<rows>> async_run_statement(std::string_view sql, bool keep_rows);
+    std::unique_ptr<impl> impl_;
+};
+
+}  // namespace cairn::shards

@@ -1,0 +1,143 @@
+#include "tests/support/cairnd_process.hpp"
+
+#include "tests/support/e2e.hpp"
+
+#include <fmt/format.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace cairn::test {
+
+std::uint16_t free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = 0;
+    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    ::close(fd);
+    return ntohs(addr.sin_port);
+}
+
+std::string make_temp_dir(const std::string& prefix) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = fmt::format("{}/{}-XXXXXX", tmp && *tmp ? tmp : "/tmp", prefix);
+    std::vector<char> buf(pattern.begin(), pattern.end());
+    buf.push_back('\0');
+    if (!::mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed");
+    return buf.data();
+}
+
+cairnd_process::cairnd_process(cairnd_options opts) : opts_(std::move(opts)) {
+    if (opts_.shards.empty()) opts_.shards = test_shards();
+    dir_ = make_temp_dir("cairnd-test");
+    if (opts_.journal_dir.empty()) opts_.journal_dir = dir_ + "/journal";
+    config_path_ = dir_ + "/cairn.toml";
+    log_path_ = dir_ + "/cairnd.log";
+    port_ = free_port();
+    std::ofstream cfg(config_path_);
+    cfg << "node_id = 1\nlog_level = \"info\"\n";
+    cfg << fmt::format("[listen]\naddress = \"127.0.0.1\"\nport = {}\nthreads = 2\n", port_);
+    cfg << fmt::format("[journal]\npath = \"{}\"\n", opts_.journal_dir);
+    cfg << fmt::format(
+        "[apply]\nretry_attempts_max = {}\nretry_backoff_initial_ms = 50\nretry_backoff_max_ms = 400\n"
+        "outage_backoff_max_ms = 500\nconnect_timeout_ms = 1000\nquery_timeout_ms = 5000\n",
+        opts_.retry_attempts_max);
+    for (const auto& s : opts_.shards) {
+        cfg << fmt::format("[[shards]]\nhost = \"{}\"\nport = {}\nuser = \"cairn\"\npassword = \"cairn\"\ndatabase = \"{}\"\n",
+                           s.host, s.port, opts_.database);
+    }
+    cfg << opts_.extra_toml << "\n";
+}
+
+cairnd_process::~cairnd_process() {
+    if (pid_ > 0) kill9();
+}
+
+bool cairnd_process::start(std::chrono::seconds timeout) {
+    const std::string binary = CAIRN_CAIRND_PATH;
+    std::vector<std::string> args{binary, "--config", config_path_};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    const int rc = posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) {
+        pid_ = -1;
+        return false;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (!running()) return false;
+        auto r = http_get(port_, "/livez");
+        if (r && r->status == 200) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+}
+
+bool cairnd_process::running() {
+    if (pid_ <= 0) return false;
+    int status = 0;
+    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+        pid_ = -1;
+        return false;
+    }
+    return true;
+}
+
+void cairnd_process::kill9() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+}
+
+int cairnd_process::terminate(std::chrono::seconds timeout) {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        int status = 0;
+        const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+        if (r == pid_) {
+            pid_ = -1;
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    kill9();
+    return -1;
+}
+
+std::string cairnd_process::log_tail(std::size_t bytes) const {
+    std::ifstream in(log_path_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto s = ss.str();
+    return s.size() > bytes ? s.substr(s.size() - bytes) : s;
+}
+
+}  // namespace cairn::test

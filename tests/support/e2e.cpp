@@ -1,0 +1,103 @@
+#include "tests/support/e2e.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <sstream>
+#include <thread>
+
+namespace cairn::test {
+
+namespace {
+
+std::optional<simple_reply> to_simple(core::result<http_reply> r) {
+    if (!r) return std::nullopt;
+    return simple_reply{static_cast<int>(r.value().code()), std::move(r.value().body)};
+}
+
+}  // namespace
+
+std::optional<simple_reply> http_get(std::uint16_t port, const std::string& target) {
+    http_client c(port);
+    return to_simple(c.send(http::verb::get, target));
+}
+
+std::optional<simple_reply> http_post(std::uint16_t port, const std::string& target, const std::string& body,
+                                      const std::map<std::string, std::string>& headers) {
+    http_client c(port);
+    header_list h(headers.begin(), headers.end());
+    h.emplace_back("Content-Type", "application/json");
+    return to_simple(c.send(http::verb::post, target, body, h));
+}
+
+std::optional<simple_reply> http_request(std::uint16_t port, const std::string& method, const std::string& target,
+                                         const std::string& body) {
+    http_client c(port);
+    return to_simple(c.send(http::string_to_verb(method), target, body));
+}
+
+std::optional<simple_reply> http_connection::post(const std::string& target, const std::string& body) {
+    return to_simple(client_->send(http::verb::post, target, body, {{"Content-Type", "application/json"}}));
+}
+
+std::optional<nlohmann::json> readiness(std::uint16_t port) {
+    auto r = http_get(port, "/readyz?verbose");
+    if (!r) return std::nullopt;
+    auto j = nlohmann::json::parse(r->body, nullptr, false);
+    if (j.is_discarded()) return std::nullopt;
+    return j;
+}
+
+bool wait_applied(std::uint16_t port, std::chrono::seconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        auto j = readiness(port);
+        if (j && j->contains("checks")) {
+            bool all = true;
+            for (const auto& s : (*j)["checks"]["shards"]) all = all && s["lag_ops"].get<std::uint64_t>() == 0;
+            if (all) return true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+}
+
+std::optional<double> metric(std::uint16_t port, const std::string& series) {
+    auto r = http_get(port, "/metrics");
+    if (!r || r->status != 200) return std::nullopt;
+    std::istringstream in(r->body);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.starts_with('#') || !line.starts_with(series)) continue;
+        const auto space = line.rfind(' ');
+        return std::stod(line.substr(space + 1));
+    }
+    return std::nullopt;
+}
+
+std::set<std::tuple<std::string, std::int64_t, std::int64_t, int>> forward_edges(const std::string& db) {
+    std::set<std::tuple<std::string, std::int64_t, std::int64_t, int>> out;
+    for (const auto& s : test_shards()) {
+        auto rows = query_sql(s, "SELECT graph, node_id, other_id, state FROM edges WHERE direction = 0", db);
+        if (!rows) throw std::runtime_error("reading edges failed: " + rows.error().message());
+        for (const auto& line : rows.value()) {
+            std::istringstream in(line);
+            std::string graph;
+            std::int64_t a = 0;
+            std::int64_t b = 0;
+            int state = 0;
+            in >> graph >> a >> b >> state;
+            out.emplace(graph, a, b, state);
+        }
+    }
+    return out;
+}
+
+int run_script(const std::string& command) {
+    const char* repo = std::getenv("CAIRN_REPO");
+    const std::string full = fmt::format("cd '{}' && {}", repo ? repo : ".", command);
+    const int rc = std::system(full.c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+}  // namespace cairn::test

@@ -1,1 +1,0 @@
-// Keeps cairn_test_support non-empty before any support file exists.

@@ -1,0 +1,81 @@
+#include "tests/support/test_shards.hpp"
+
+#include <boost/algorithm/string.hpp>
+
+namespace cairn::test {
+
+namespace asio = boost::asio;
+
+std::vector<shard_endpoint> test_shards() {
+    std::vector<shard_endpoint> out;
+    const char* env = std::getenv("CAIRN_TEST_SHARDS");
+    if (!env || !*env) return out;
+    std::vector<std::string> parts;
+    boost::split(parts, std::string(env), boost::is_any_of(","));
+    for (const auto& p : parts) {
+        const auto colon = p.rfind(':');
+        if (colon == std::string::npos) continue;
+        out.push_back({p.substr(0, colon), static_cast<std::uint16_t>(std::stoi(p.substr(colon + 1)))});
+    }
+    return out;
+}
+
+bool running_in_ci() {
+    const char* ci = std::getenv("CI");
+    return ci && std::string_view(ci) == "true";
+}
+
+shards::conn_params params_for(const shard_endpoint& s, const std::string& database) {
+    shards::conn_params p;
+    p.host = s.host;
+    p.port = s.port;
+    p.user = "cairn";
+    p.password = "cairn";
+    p.database = database;
+    p.connect_timeout = std::chrono::milliseconds(5000);
+    p.query_timeout = std::chrono::milliseconds(60000);
+    return p;
+}
+
+core::result<void> exec_sql(const shard_endpoint& s, const std::vector<std::string>& statements,
+                            const std::string& db) {
+    return run_sync<core::result<void>>([&](asio::io_context& ioc) -> asio::awaitable<core::result<void>> {
+        shards::mariadb_conn conn(ioc.get_executor(), params_for(s, db));
+        if (auto r = co_await conn.async_connect(); !r) co_return r;
+        for (const auto& sql : statements) {
+            if (auto r = co_await conn.async_execute(sql); !r) co_return r;
+        }
+        co_return core::success();
+    });
+}
+
+core::result<std::vector<std::string>> query_sql(const shard_endpoint& s, const std::string& sql,
+                                                 const std::string& db) {
+    using out_t = core::result<std::vector<std::string>>;
+    return run_sync<out_t>([&](asio::io_context& ioc) -> asio::awaitable<out_t> {
+        shards::mariadb_conn conn(ioc.get_executor(), params_for(s, db));
+        if (auto r = co_await conn.async_connect(); !r) co_return r.error();
+        auto rows = co_await conn.async_query(sql);
+        if (!rows) co_return rows.error();
+        std::vector<std::string> out;
+        for (std::size_t i = 0; i < rows.value().size(); ++i) {
+            std::string line;
+            for (std::size_t c = 0; c < rows.value().columns(); ++c) {
+                if (c) line += '\t';
+                auto v = rows.value().at(i, c);
+                line += v ? std::string(*v) : std::string("NULL");
+            }
+            out.push_back(std::move(line));
+        }
+        co_return out;
+    });
+}
+
+void fresh_database(const std::string& db) {
+    for (const auto& s : test_shards()) {
+        auto r = exec_sql(s, {"DROP DATABASE IF EXISTS " + db, "CREATE DATABASE " + db});
+        if (!r) throw std::runtime_error("cannot create database " + db + ": " + r.error().message());
+    }
+}
+
+}  // namespace cairn::test

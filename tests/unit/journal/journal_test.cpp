@@ -1,0 +1,536 @@
+// The journal's normal paths: append and ack order, group commit, reopen, idempotency keys,
+// cursors and outcomes, the error queue and dead letters.
+#include "journal/journal.hpp"
+
+#include "journal/detail/lmdb.hpp"
+#include "journal_test_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <mutex>
+#include <numeric>
+#include <set>
+#include <thread>
+
+namespace cairn::journal {
+namespace {
+
+using test::append_sync;
+using test::commit_sync;
+using test::make_ops;
+
+TEST(journal, opens_lmdb_with_safe_flags_only) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    auto j = journal::open(test::test_options(dir.path(), wall), clock);
+    ASSERT_TRUE(j) << j.error().message();
+    const unsigned flags = j.value()->env_flags_for_test();
+    EXPECT_EQ(flags & detail::env_flags_forbidden, 0u);
+    EXPECT_EQ(flags & (MDB_NOSYNC | MDB_NOMETASYNC | MDB_WRITEMAP | MDB_MAPASYNC | MDB_NOSUBDIR), 0u);
+    EXPECT_NE(flags & MDB_NOTLS, 0u);
+    EXPECT_TRUE(std::filesystem::is_directory(dir.path()));
+    EXPECT_TRUE(std::filesystem::exists(dir.path() + "/data.mdb"));
+}
+
+TEST(journal, creates_a_missing_directory_and_rejects_bad_options) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    auto o = test::test_options(dir.sub("a/b/c"), wall);
+    {
+        auto j = journal::open(o, clock);
+        ASSERT_TRUE(j) << j.error().message();
+    }
+    auto bad = o;
+    bad.size_bytes_max = 0;
+    EXPECT_EQ(journal::open(bad, clock).error(), core::errc::bad_request);
+    bad = o;
+    bad.node_id = core::hlc_node_max + 1;
+    EXPECT_EQ(journal::open(bad, clock).error(), core::errc::bad_request);
+    bad = o;
+    bad.shard_count = 0;
+    EXPECT_EQ(journal::open(bad, clock).error(), core::errc::bad_request);
+}
+
+TEST(journal, acks_in_order_with_contiguous_increasing_seqs) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    auto j = std::move(journal::open(test::test_options(dir.path(), wall), clock).value());
+
+    test::collector<appended> acks;
+    std::vector<std::vector<core::op>> sent;
+    constexpr std::size_t requests = 60;
+    for (std::size_t i = 0; i < requests; ++i) {
+        auto ops = make_ops(i % 3 + 1, clock, static_cast<std::int64_t>(i) * 10);
+        if (i % 5 == 0) ops.front().op_id = core::make_op_id(3, 999'000 + i);
+        sent.push_back(ops);
+        j->append(std::move(ops), {}, acks.callback(i));
+    }
+    const auto calls = acks.wait(requests);
+    std::uint64_t expect_first = 1;
+    for (std::size_t i = 0; i < requests; ++i) {
+        const auto& [index, r] = calls[i];
+        EXPECT_EQ(index, i) << "acks come in submission order";
+        ASSERT_TRUE(r);
+        const appended& a = r.value();
+        const auto& ops = sent[i];
+        EXPECT_EQ(a.first_seq, expect_first);
+        EXPECT_EQ(a.last_seq, expect_first + ops.size() - 1);
+        EXPECT_FALSE(a.deduplicated);
+        ASSERT_EQ(a.ts.size(), ops.size());
+        ASSERT_EQ(a.op_ids.size(), ops.size());
+        for (std::size_t k = 0; k < ops.size(); ++k) {
+            const std::uint64_t seq = a.first_seq + k;
+            EXPECT_EQ(a.ts[k], ops[k].ts);
+            const std::uint64_t want_id = ops[k].op_id != 0 ? ops[k].op_id : core::make_op_id(7, seq);
+            EXPECT_EQ(a.op_ids[k], want_id);
+            auto bytes = j->read_op_bytes(seq);
+            ASSERT_TRUE(bytes);
+            EXPECT_EQ(bytes.value(), test::expected_bytes(ops[k], 7, seq));
+        }
+        expect_first = a.last_seq + 1;
+    }
+    EXPECT_EQ(j->last_seq(), expect_first - 1);
+    EXPECT_EQ(j->ops_appended().value(), expect_first - 1);
+
+    // read_ops pages in ascending seq order.
+    std::vector<std::uint64_t> seen;
+    std::uint64_t after = 0;
+    for (;;) {
+        auto page = j->read_ops(after, 7);
+        ASSERT_TRUE(page);
+        if (page.value().empty()) break;
+        for (const auto& [seq, o] : page.value()) {
+            seen.push_back(seq);
+            EXPECT_EQ(core::encode_op(o), j->read_op_bytes(seq).value());
+        }
+        after = page.value().back().first;
+    }
+    std::vector<std::uint64_t> want(expect_first - 1);
+    std::iota(want.begin(), want.end(), 1);
+    EXPECT_EQ(seen, want);
+    EXPECT_EQ(j->read_op_bytes(expect_first).error(), core::errc::not_found);
+    EXPECT_EQ(j->get_stats().ops_count, expect_first - 1);
+}
+
+TEST(journal, many_threads_append_concurrently_in_few_group_commits) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    auto j = std::move(journal::open(test::test_options(dir.path(), wall), clock).value());
+    test::writer_gate gate(*j);
+    constexpr int threads = 8;
+    constexpr int per_thread = 100;
+    constexpr int total = threads * per_thread;
+
+    test::collector<appended> results;
+    // The first append commits alone and holds the writer in the listener...
+    test::collector<appended> first;
+    j->append(make_ops(1, clock), {}, first.callback(0));
+    gate.wait_entered();
+    // ...while eight threads queue their appends without waiting for acks.
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+            for (int i = 0; i < per_thread; ++i) {
+                const int id = t * per_thread + i;
+                j->append(make_ops(1, clock, id), {}, results.callback(static_cast<std::size_t>(id)));
+            }
+        });
+    }
+    for (auto& t : pool) t.join();
+    gate.release();
+    const auto all = results.wait(total);
+    ASSERT_TRUE(first.get(0));
+
+    std::vector<int> calls(total, 0);
+    std::vector<std::uint64_t> seqs;
+    for (const auto& [id, r] : all) {
+        ++calls[id];
+        ASSERT_TRUE(r);
+        seqs.push_back(r.value().first_seq);
+    }
+    EXPECT_TRUE(std::all_of(calls.begin(), calls.end(), [](int c) { return c == 1; }));
+    EXPECT_EQ(results.count(), static_cast<std::size_t>(total));
+    ASSERT_EQ(seqs.size(), static_cast<std::size_t>(total));
+    std::sort(seqs.begin(), seqs.end());
+    for (std::size_t i = 0; i < seqs.size(); ++i) EXPECT_EQ(seqs[i], i + 2);  // unique and contiguous after seq 1
+    EXPECT_EQ(j->last_seq(), static_cast<std::uint64_t>(total + 1));
+    // One commit for the first append, one for the 800 queued behind it.
+    EXPECT_EQ(j->group_ops().count(), 2u);
+    EXPECT_EQ(j->group_ops().sum(), static_cast<double>(total + 1));
+    EXPECT_EQ(j->commit_latency().count(), 2u);
+}
+
+TEST(journal, commit_listener_gets_the_new_last_seq) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    auto j = std::move(journal::open(test::test_options(dir.path(), wall), clock).value());
+    test::collector<std::uint64_t> heard;
+    // The listener runs after the group's callbacks: wait for it rather than for the ack.
+    j->set_commit_listener([cb = heard.callback(0)](std::uint64_t s) { cb(s); });
+    ASSERT_TRUE(append_sync(*j, make_ops(3, clock)));
+    ASSERT_TRUE(test::advance_cursor(*j, 0, 2));  // no ops appended: no call
+    ASSERT_TRUE(append_sync(*j, make_ops(2, clock)));
+    const auto calls = heard.wait(2);
+    ASSERT_EQ(calls.size(), 2u);
+    EXPECT_EQ(calls[0].second.value(), 3u);
+    EXPECT_EQ(calls[1].second.value(), 5u);
+}
+
+TEST(journal, reopen_recovers_everything_acknowledged) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    std::vector<std::pair<std::uint64_t, std::string>> expected;
+    std::uint64_t ts_max = 0;
+    error_task task;
+    dead_letter dead;
+    {
+        core::hlc clock(7, wall.fn());
+        auto o = test::test_options(dir.path(), wall);
+        o.shard_count = 3;
+        auto j = std::move(journal::open(o, clock).value());
+        for (int i = 0; i < 20; ++i) {
+            auto ops = make_ops(5, clock, i * 5);
+            auto r = append_sync(*j, ops);
+            ASSERT_TRUE(r);
+            for (std::size_t k = 0; k < ops.size(); ++k) {
+                expected.emplace_back(r.value().first_seq + k, test::expected_bytes(ops[k], 7, r.value().first_seq + k));
+                ts_max = std::max(ts_max, ops[k].ts);
+            }
+        }
+        apply_outcome out;
+        out.shard = 2;
+        out.cursor = 42;
+        task = error_task{2, 17, wall.now() + 500, 1, {"deadlock"}, expected[16].second, wall.now()};
+        out.put_errors.push_back(task);
+        dead = dead_letter{error_task{2, 18, 0, 8, {"a", "b"}, expected[17].second, 5}, wall.now()};
+        out.put_dead.push_back(dead);
+        ASSERT_TRUE(commit_sync(*j, out));
+    }
+    // A new process: its wall clock is far behind the journaled timestamps.
+    test::manual_wall behind;
+    behind.ms->store(1000);
+    core::hlc clock(7, behind.fn());
+    auto o = test::test_options(dir.path(), wall);
+    o.shard_count = 3;
+    auto j = std::move(journal::open(o, clock).value());
+    EXPECT_EQ(j->last_seq(), 100u);
+    for (const auto& [seq, bytes] : expected) EXPECT_EQ(j->read_op_bytes(seq).value(), bytes) << seq;
+    EXPECT_EQ(j->cursor(0), 0u);
+    EXPECT_EQ(j->cursor(2), 42u);
+    auto due = j->due_errors(2, UINT64_MAX, 10);
+    ASSERT_TRUE(due);
+    EXPECT_EQ(due.value(), std::vector<error_task>{task});
+    EXPECT_EQ(j->list_dead(10).value(), std::vector<dead_letter>{dead});
+    EXPECT_GT(clock.now(), ts_max) << "the clock never goes back behind the journal";
+    auto r = append_sync(*j, make_ops(1, clock));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r.value().first_seq, 101u);
+    auto s = j->get_stats();
+    EXPECT_EQ(s.ops_count, 101u);
+    EXPECT_EQ(s.error_count, 1u);
+    EXPECT_EQ(s.dead_count, 1u);
+    EXPECT_EQ(s.cursors, (std::vector<std::uint64_t>{0, 0, 42}));
+    EXPECT_FALSE(s.failed);
+    EXPECT_GT(s.map_bytes_used, 0u);
+    EXPECT_GE(s.map_bytes_max, 64u * 1024 * 1024);
+}
+
+TEST(journal, reopening_with_another_node_id_fails) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    auto o = test::test_options(dir.path(), wall);
+    { ASSERT_TRUE(journal::open(o, clock)); }
+    o.node_id = 8;
+    auto j = journal::open(o, clock);
+    ASSERT_FALSE(j);
+    EXPECT_EQ(j.error(), core::errc::conflict);
+    o.node_id = 7;
+    EXPECT_TRUE(journal::open(o, clock));
+}
+
+TEST(journal, opening_twice_in_one_process_fails) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    auto o = test::test_options(dir.path(), wall);
+    auto first = journal::open(o, clock);
+    ASSERT_TRUE(first);
+    auto second = journal::open(o, clock);
+    ASSERT_FALSE(second);
+    EXPECT_EQ(second.error(), core::errc::conflict);
+    first.value().reset();
+    EXPECT_TRUE(journal::open(o, clock));
+}
+
+TEST(journal, idempotency_key_returns_the_original_result) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    auto o = test::test_options(dir.path(), wall);
+    appended original;
+    {
+        auto j = std::move(journal::open(o, clock).value());
+        ASSERT_TRUE(append_sync(*j, make_ops(2, clock)));
+        auto r1 = append_sync(*j, make_ops(3, clock, 10), "req-1");
+        ASSERT_TRUE(r1);
+        original = r1.value();
+        EXPECT_FALSE(original.deduplicated);
+        auto r2 = append_sync(*j, make_ops(4, clock, 20), "req-1");  // a retry (even with other ops)
+        ASSERT_TRUE(r2);
+        EXPECT_TRUE(r2.value().deduplicated);
+        auto want = original;
+        want.deduplicated = true;
+        EXPECT_EQ(r2.value(), want);
+        EXPECT_EQ(j->last_seq(), 5u);
+        auto r3 = append_sync(*j, make_ops(1, clock), "req-2");
+        ASSERT_TRUE(r3);
+        EXPECT_EQ(r3.value().first_seq, 6u);
+        EXPECT_EQ(j->ops_appended().value(), 6u);
+    }
+    // The key is durable.
+    auto j = std::move(journal::open(o, clock).value());
+    auto r4 = append_sync(*j, make_ops(1, clock), "req-1");
+    ASSERT_TRUE(r4);
+    EXPECT_TRUE(r4.value().deduplicated);
+    EXPECT_EQ(r4.value().first_seq, original.first_seq);
+    EXPECT_EQ(r4.value().op_ids, original.op_ids);
+    EXPECT_EQ(j->last_seq(), 6u);
+}
+
+TEST(journal, two_concurrent_appends_with_one_key_are_written_once) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    auto j = std::move(journal::open(test::test_options(dir.path(), wall), clock).value());
+    test::writer_gate gate(*j);
+    ASSERT_TRUE(append_sync(*j, make_ops(1, clock)));
+    gate.wait_entered();
+    // Both retries wait in the queue and are written by one transaction.
+    test::collector<appended> c;
+    j->append(make_ops(2, clock, 1), "same", c.callback(0));
+    j->append(make_ops(2, clock, 5), "same", c.callback(1));
+    gate.release();
+    auto ra = c.get(0);
+    auto rb = c.get(1);
+    ASSERT_TRUE(ra);
+    ASSERT_TRUE(rb);
+    EXPECT_FALSE(ra.value().deduplicated);
+    EXPECT_TRUE(rb.value().deduplicated);
+    EXPECT_EQ(ra.value().first_seq, 2u);
+    EXPECT_EQ(rb.value().first_seq, 2u);
+    EXPECT_EQ(rb.value().op_ids, ra.value().op_ids);
+    EXPECT_EQ(j->last_seq(), 3u);
+    EXPECT_EQ(j->group_ops().count(), 2u);
+}
+
+TEST(journal, idempotency_key_expires_after_retention) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    auto o = test::test_options(dir.path(), wall);
+    o.retention = std::chrono::seconds(60);
+    auto j = std::move(journal::open(o, clock).value());
+    auto r1 = append_sync(*j, make_ops(1, clock), "k");
+    ASSERT_TRUE(r1);
+    wall.advance(59'000);
+    EXPECT_TRUE(append_sync(*j, make_ops(1, clock), "k").value().deduplicated);
+    wall.advance(2'000);
+    auto r3 = append_sync(*j, make_ops(1, clock), "k");
+    ASSERT_TRUE(r3);
+    EXPECT_FALSE(r3.value().deduplicated);
+    EXPECT_EQ(r3.value().first_seq, 2u);
+    // The new entry dedupes from now on.
+    auto r4 = append_sync(*j, make_ops(1, clock), "k");
+    EXPECT_TRUE(r4.value().deduplicated);
+    EXPECT_EQ(r4.value().first_seq, 2u);
+}
+
+TEST(journal, an_invalid_request_fails_alone) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    auto o = test::test_options(dir.path(), wall);
+    o.group_ops_max = 50;
+    auto j = std::move(journal::open(o, clock).value());
+    test::writer_gate gate(*j);
+    ASSERT_TRUE(append_sync(*j, make_ops(1, clock)));
+    gate.wait_entered();
+    test::collector<appended> results;
+    auto cb = [&](std::size_t i) { return results.callback(i); };
+    auto bad_graph = make_ops(1, clock);
+    std::get<core::edge_op>(bad_graph[0].body).graph = "no spaces";
+    auto bad_state = make_ops(1, clock);
+    std::get<core::edge_op>(bad_state[0].body).state = static_cast<core::edge_state>(9);
+    j->append(make_ops(2, clock), {}, cb(0));
+    j->append(make_ops(1, clock), std::string(201, 'k'), cb(1));  // key too long
+    j->append(bad_graph, {}, cb(2));
+    j->append({}, {}, cb(3));                                      // no ops
+    j->append(make_ops(51, clock), {}, cb(4));                     // more than a group
+    j->append(bad_state, std::string(200, 'k'), cb(5));
+    gate.release();
+    auto r0 = results.get(0);
+    ASSERT_TRUE(r0);
+    EXPECT_EQ(r0.value().first_seq, 2u);
+    EXPECT_EQ(results.get(1).error(), core::errc::bad_request);
+    EXPECT_EQ(results.get(2).error(), core::errc::bad_request);
+    EXPECT_EQ(results.get(3).error(), core::errc::bad_request);
+    EXPECT_EQ(results.get(4).error(), core::errc::too_large);
+    EXPECT_EQ(results.get(5).error(), core::errc::bad_request);
+    auto next = append_sync(*j, make_ops(1, clock), std::string(200, 'k'));
+    ASSERT_TRUE(next);
+    EXPECT_EQ(next.value().first_seq, 4u);
+    EXPECT_TRUE(j->healthy());
+}
+
+TEST(journal, outcome_errors_and_dead_letters_round_trip) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    auto o = test::test_options(dir.path(), wall);
+    o.shard_count = 2;
+    auto j = std::move(journal::open(o, clock).value());
+    ASSERT_TRUE(append_sync(*j, make_ops(10, clock)));
+    const std::string op3 = j->read_op_bytes(3).value();
+
+    auto task = [&](std::uint32_t shard, std::uint64_t seq, std::uint64_t due) {
+        return error_task{shard, seq, due, 1, {"constraint failed on seq " + std::to_string(seq)}, op3, 100};
+    };
+    apply_outcome first;
+    first.shard = 0;
+    first.cursor = 10;
+    first.put_errors = {task(0, 3, 3000), task(0, 4, 1000), task(0, 5, 2000), task(0, 6, 2000)};
+    ASSERT_TRUE(commit_sync(*j, first));
+    apply_outcome other;
+    other.shard = 1;
+    other.put_errors = {task(1, 7, 10)};
+    ASSERT_TRUE(commit_sync(*j, other));
+    EXPECT_EQ(j->cursor(0), 10u);
+    EXPECT_EQ(j->cursor(1), 0u);
+
+    auto due = j->due_errors(0, 2000, 10).value();
+    ASSERT_EQ(due.size(), 3u);  // earliest due first, then seq; not the one due at 3000, not shard 1's
+    EXPECT_EQ(due[0].seq, 4u);
+    EXPECT_EQ(due[1].seq, 5u);
+    EXPECT_EQ(due[2].seq, 6u);
+    EXPECT_EQ(due[0], task(0, 4, 1000));
+    EXPECT_EQ(j->due_errors(0, 2000, 2).value().size(), 2u);
+    EXPECT_EQ(j->due_errors(0, 999, 10).value().size(), 0u);
+    EXPECT_EQ(j->due_errors(1, UINT64_MAX, 10).value(), std::vector<error_task>{task(1, 7, 10)});
+
+    // Reschedule seq 4 (same due time, so the remove must run before the put), grow its history
+    // past 16 entries with one oversized message, and retire seq 5 as a dead letter.
+    apply_outcome second;
+    second.shard = 0;
+    error_task again = due[0];
+    again.attempts = 2;
+    for (int i = 0; i < 20; ++i) again.errors.push_back("error " + std::to_string(i));
+    again.errors.back() = std::string(1500, 'x');
+    second.remove_errors = {due[0], due[1]};
+    second.put_errors = {again};
+    dead_letter dl{due[1], 7777};
+    dl.task.errors.push_back("gave up");
+    second.put_dead = {dl};
+    ASSERT_TRUE(commit_sync(*j, second));
+
+    auto after = j->due_errors(0, 2000, 10).value();
+    ASSERT_EQ(after.size(), 2u);
+    EXPECT_EQ(after[0].seq, 4u);
+    EXPECT_EQ(after[0].attempts, 2u);
+    ASSERT_EQ(after[0].errors.size(), 16u);  // the newest 16 of 21
+    EXPECT_EQ(after[0].errors.front(), "error 4");
+    EXPECT_EQ(after[0].errors[14], "error 18");
+    EXPECT_EQ(after[0].errors.back(), std::string(1024, 'x'));
+    EXPECT_EQ(after[1].seq, 6u);
+    auto dead = j->list_dead(10).value();
+    ASSERT_EQ(dead.size(), 1u);
+    EXPECT_EQ(dead[0], dl);
+    EXPECT_EQ(dead[0].task.errors, (std::vector<std::string>{"constraint failed on seq 5", "gave up"}));
+    EXPECT_EQ(dead[0].task.op_bytes, op3);
+
+    // The CLI re-injects the dead letter; removing absent entries is harmless.
+    apply_outcome third;
+    third.shard = 0;
+    third.remove_dead = {dl};
+    third.remove_errors = {task(0, 99, 1)};
+    ASSERT_TRUE(commit_sync(*j, third));
+    EXPECT_TRUE(j->list_dead(10).value().empty());
+    EXPECT_EQ(j->get_stats().error_count, 4u);
+}
+
+TEST(journal, outcomes_for_unknown_shards_or_foreign_tasks_are_refused) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    auto j = std::move(journal::open(test::test_options(dir.path(), wall), clock).value());
+    apply_outcome unknown;
+    unknown.shard = 1;
+    EXPECT_EQ(commit_sync(*j, unknown).error(), core::errc::bad_request);
+    apply_outcome foreign;
+    foreign.shard = 0;
+    foreign.put_errors.push_back(error_task{1, 1, 1, 1, {}, {}, 1});
+    EXPECT_EQ(commit_sync(*j, foreign).error(), core::errc::bad_request);
+    EXPECT_EQ(j->get_stats().error_count, 0u);
+}
+
+TEST(journal, commit_outcome_is_atomic) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    auto j = std::move(journal::open(test::test_options(dir.path(), wall), clock).value());
+    ASSERT_TRUE(append_sync(*j, make_ops(5, clock)));
+    apply_outcome o;
+    o.shard = 0;
+    o.cursor = 5;
+    o.put_errors.push_back(error_task{0, 2, 10, 1, {"e"}, j->read_op_bytes(2).value(), 1});
+    o.put_dead.push_back(dead_letter{error_task{0, 3, 0, 3, {"e"}, j->read_op_bytes(3).value(), 1}, 2});
+    j->fail_next_commit_for_test(MDB_MAP_FULL);
+    EXPECT_EQ(commit_sync(*j, o).error(), core::errc::journal_full);
+    EXPECT_EQ(j->cursor(0), 0u);
+    EXPECT_TRUE(j->due_errors(0, UINT64_MAX, 10).value().empty());
+    EXPECT_TRUE(j->list_dead(10).value().empty());
+    EXPECT_TRUE(j->healthy());
+
+    ASSERT_TRUE(commit_sync(*j, o));
+    EXPECT_EQ(j->cursor(0), 5u);
+    EXPECT_EQ(j->due_errors(0, UINT64_MAX, 10).value().size(), 1u);
+    EXPECT_EQ(j->list_dead(10).value().size(), 1u);
+}
+
+TEST(journal_death, a_cursor_never_moves_backwards) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    test::temp_dir dir;
+    EXPECT_DEATH(
+        {
+            test::manual_wall wall;
+            core::hlc clock(7, wall.fn());
+            auto j = std::move(journal::open(test::test_options(dir.path(), wall), clock).value());
+            if (!append_sync(*j, make_ops(5, clock))) std::abort();
+            if (!test::advance_cursor(*j, 0, 4)) std::abort();
+            (void)test::advance_cursor(*j, 0, 3);
+        },
+        "o.cursor >= current");
+}
+
+TEST(journal_death, a_cursor_never_passes_the_last_op) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    test::temp_dir dir;
+    EXPECT_DEATH(
+        {
+            test::manual_wall wall;
+            core::hlc clock(7, wall.fn());
+            auto j = std::move(journal::open(test::test_options(dir.path(), wall), clock).value());
+            if (!append_sync(*j, make_ops(5, clock))) std::abort();
+            (void)test::advance_cursor(*j, 0, 6);
+        },
+        "o.cursor < next");
+}
+
+}  // namespace
+}  // namespace cairn::journal
