@@ -16,6 +16,10 @@ struct limits {
     std::chrono::milliseconds timeout_read{30'000};
     std::chrono::milliseconds timeout_idle{300'000};
 
+    // Reads
+    std::size_t page_limit_max = 1000;                 // edges in one page (?limit=)
+    std::chrono::milliseconds applied_wait_max{30'000};  // longest ?after= / ?wait=applied wait (?timeout_ms=)
+
     // Journal
     std::size_t journal_queue_ops_max = 100'000;      // ops waiting for the writer
     std::size_t journal_group_ops_max = 10'000;       // ops committed in one transaction
@@ -37,6 +41,8 @@ struct limits {
         limits l;
         l.body_bytes_max = 64 * 1024;
         l.batch_ops_max = 100;
+        l.page_limit_max = 50;
+        l.applied_wait_max = std::chrono::milliseconds(2'000);
         l.journal_queue_ops_max = 1000;
         l.retry_attempts_max = 3;
         l.retry_backoff_initial = std::chrono::milliseconds(20);

@@ -72,6 +72,20 @@ TEST(config, a_bad_value_names_its_key) {
     }
 }
 
+TEST(config, read_limits_have_defaults_and_bounds) {
+    auto d = parse_config("");
+    ASSERT_TRUE(d.has_value()) << d.error();
+    EXPECT_EQ(d.value().lim.page_limit_max, 1000u);
+    EXPECT_EQ(d.value().lim.applied_wait_max, std::chrono::milliseconds(30'000));
+    auto c = parse_config("[limits]\npage_limit_max = 10\napplied_wait_max_ms = 250\n");
+    ASSERT_TRUE(c.has_value()) << c.error();
+    EXPECT_EQ(c.value().lim.page_limit_max, 10u);
+    EXPECT_EQ(c.value().lim.applied_wait_max, std::chrono::milliseconds(250));
+    auto bad = parse_config("[limits]\npage_limit_max = 0\n");
+    ASSERT_FALSE(bad.has_value());
+    EXPECT_NE(bad.error().find("limits.page_limit_max"), std::string::npos) << bad.error();
+}
+
 TEST(config, missing_file_is_a_clear_error) {
     auto r = load_config_file("/nonexistent/cairn.toml");
     ASSERT_FALSE(r.has_value());
