@@ -206,6 +206,8 @@ int main(int argc, char** argv) {
     for (std::uint32_t i = 1; i < cfg.threads; ++i) threads.emplace_back([&ioc] { ioc.run(); });
     ioc.run();
     for (auto& t : threads) t.join();
+    // The workers are destroyed before the journal: the writer thread must not reach them.
+    jn.set_commit_listener({});
     spdlog::info("cairnd stopped");
     const int code = exit_code.load();
     return code < 0 ? 0 : code;
