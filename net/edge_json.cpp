@@ -41,7 +41,9 @@ std::variant<core::op, input_error> parse_one(std::string_view graph, const simd
     std::optional<std::int64_t> position;
     std::optional<bool> keep_position;
     std::optional<std::uint64_t> client_ms;
-    for (auto [key, value] : el.get_object().value_unsafe()) {
+    // Named, not iterated in place: value_unsafe() returns a reference into a temporary.
+    const simdjson::dom::object fields = el.get_object().value_unsafe();
+    for (auto [key, value] : fields) {
         if (key == "source_id" || key == "destination_id") {
             auto id = id_of(value);
             if (!id) {
@@ -101,6 +103,55 @@ std::optional<std::int64_t> parse_id(std::string_view text) noexcept {
     return v;
 }
 
+std::variant<std::vector<std::pair<std::int64_t, std::int64_t>>, input_error> parse_edge_keys(std::string_view body,
+                                                                                            std::size_t batch_ops_max) {
+    thread_local simdjson::dom::parser parser;
+    simdjson::padded_string padded(body);
+    simdjson::dom::element root;
+    if (auto err = parser.allocate(std::max<std::size_t>(padded.size(), 64), json_depth_max); err) {
+        return input_error{"body", "cannot be parsed (too large)"};
+    }
+    if (auto err = parser.parse(padded).get(root); err) {
+        return input_error{"body", fmt::format("is not valid JSON: {}", simdjson::error_message(err))};
+    }
+    simdjson::dom::element edges;
+    if (!root.is_object() || root.get_object().value_unsafe().at_key("edges").get(edges) != simdjson::SUCCESS ||
+        root.get_object().value_unsafe().size() != 1) {
+        return input_error{"body", "must be an object with the single field \"edges\""};
+    }
+    if (!edges.is_array()) return input_error{"edges", "must be an array of {\"source_id\", \"destination_id\"} objects"};
+    const auto arr = edges.get_array().value_unsafe();
+    if (arr.size() == 0) return input_error{"edges", "must not be empty"};
+    if (arr.size() > batch_ops_max) {
+        return input_error{"edges", fmt::format("holds {} edges; at most {} per request", arr.size(), batch_ops_max)};
+    }
+    std::vector<std::pair<std::int64_t, std::int64_t>> keys;
+    keys.reserve(arr.size());
+    std::size_t i = 0;
+    for (auto el : arr) {
+        const std::string prefix = fmt::format("edges[{}]", i++);
+        if (!el.is_object()) return input_error{prefix, "must be an object with source_id and destination_id"};
+        std::optional<std::int64_t> source;
+        std::optional<std::int64_t> destination;
+        const simdjson::dom::object fields = el.get_object().value_unsafe();
+        for (auto [key, value] : fields) {
+            if (key != "source_id" && key != "destination_id") {
+                return input_error{field_name(prefix, key), "is not a known field of an edge key"};
+            }
+            auto id = id_of(value);
+            if (!id) {
+                return input_error{field_name(prefix, key),
+                                   "must be an integer between 0 and 9223372036854775807 (a number or a decimal string)"};
+            }
+            (key == "source_id" ? source : destination) = *id;
+        }
+        if (!source) return input_error{field_name(prefix, "source_id"), "is required"};
+        if (!destination) return input_error{field_name(prefix, "destination_id"), "is required"};
+        keys.emplace_back(*source, *destination);
+    }
+    return keys;
+}
+
 std::variant<std::vector<core::op>, input_error> parse_edge_writes(std::string_view graph, std::string_view body,
                                                                    core::hlc& clock, std::uint64_t now_ms,
                                                                    const edge_write_options& opts) {
@@ -150,6 +201,12 @@ std::string render_edge(std::string_view graph, std::int64_t source_id, std::int
     return fmt::format(
         R"({{"graph":"{}","source_id":{},"destination_id":{},"state":"{}","position":{},"ts":"{}","ts_ms":{}}})", graph,
         source_id, destination_id, core::edge_state_name(row.state), row.position, row.ts, core::hlc_ms(row.ts));
+}
+
+std::string render_page_edge(bool forward, std::int64_t other_id, const core::edge_row& row) {
+    return fmt::format(R"({{"{}":{},"state":"{}","position":{},"ts":"{}","ts_ms":{}}})",
+                       forward ? "destination_id" : "source_id", other_id, core::edge_state_name(row.state),
+                       row.position, row.ts, core::hlc_ms(row.ts));
 }
 
 }  // namespace cairn::net

@@ -37,11 +37,20 @@ std::variant<std::vector<core::op>, input_error> parse_edge_writes(std::string_v
                                                                    core::hlc& clock, std::uint64_t now_ms,
                                                                    const edge_write_options& opts);
 
+// Parses the body of POST /v1/graphs/{graph}/edges/get: {"edges": [{"source_id": .., "destination_id": ..}, ...]}
+// with 1 to batch_ops_max keys (ids as for writes), returned in request order.
+std::variant<std::vector<std::pair<std::int64_t, std::int64_t>>, input_error> parse_edge_keys(std::string_view body,
+                                                                                            std::size_t batch_ops_max);
+
 // Parses a non-negative 64-bit id from a path segment.
 std::optional<std::int64_t> parse_id(std::string_view text) noexcept;
 
 // {"graph":..,"source_id":..,"destination_id":..,"state":..,"position":..,"ts":"..","ts_ms":..}
 std::string render_edge(std::string_view graph, std::int64_t source_id, std::int64_t destination_id,
                         const core::edge_row& row);
+
+// One element of a page: {"destination_id" (forward) or "source_id" (backward):..,"state":..,
+// "position":..,"ts":"..","ts_ms":..}. other_id is the node at the other end of the edge.
+std::string render_page_edge(bool forward, std::int64_t other_id, const core::edge_row& row);
 
 }  // namespace cairn::net

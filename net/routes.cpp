@@ -4,6 +4,7 @@
 
 #include "core/codec.hpp"
 #include "journal/journal.hpp"
+#include "net/detail/applied_wait.hpp"
 #include "net/edge_json.hpp"
 #include "net/gateway.hpp"
 #include "net/problem.hpp"
@@ -27,6 +28,8 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
 constexpr std::size_t idempotency_key_bytes_max = 200;
+constexpr std::string_view post_edges_params[] = {"wait", "timeout_ms"};
+constexpr std::string_view get_edge_params[] = {"after", "timeout_ms"};
 
 response journal_error(const request& req, const core::error_code& ec) {
     response res;
@@ -77,6 +80,25 @@ asio::awaitable<response> async_post_edges(gateway& gw, route_context& ctx) {
                           fmt::format("{} {}", err->field, err->detail), err->field, req.version(), req.keep_alive());
     }
     auto& ops = std::get<std::vector<core::op>>(parsed);
+    if (auto e = detail::unknown_query_param(ctx.query, post_edges_params)) {
+        co_return detail::bad_field(req, e->field, e->detail);
+    }
+    const auto wait_mode = ctx.query_param("wait");
+    if (wait_mode && *wait_mode != "applied") {
+        co_return detail::bad_field(req, "wait", "must be \"applied\" (answer once every shard the write touches applied it)");
+    }
+    // after= is not a write parameter; parse_wait_params only contributes timeout_ms here.
+    auto wait = detail::parse_wait_params(ctx, gw.lim, 0);
+    if (auto* e = std::get_if<input_error>(&wait)) co_return detail::bad_field(req, e->field, e->detail);
+    const auto wait_timeout = std::get<detail::wait_params>(wait).timeout;
+    std::vector<core::shard_index> touched;
+    if (wait_mode) {
+        for (const auto& o : ops) {
+            for (const auto& [s, row_key] : shards::edge_rows_of(std::get<core::edge_op>(o.body), gw.map)) {
+                touched.push_back(s);
+            }
+        }
+    }
     std::string key;
     if (auto it = req.find("Idempotency-Key"); it != req.end()) {
         key = std::string(it->value());
@@ -93,6 +115,13 @@ asio::awaitable<response> async_post_edges(gateway& gw, route_context& ctx) {
     for (auto delay = 1ms;; delay = std::min(delay * 2, 50ms)) {
         auto r = co_await shards::async_append(gw.journal, ops, key);
         if (r) {
+            if (wait_mode) {
+                auto behind = co_await detail::async_wait_applied(gw, r.value().last_seq, std::move(touched), wait_timeout);
+                if (!behind.empty()) {
+                    co_return detail::not_applied_problem(req, r.value().last_seq, behind, wait_timeout,
+                                                          "; the write is durable in the journal and will be applied");
+                }
+            }
             response res{http::status::accepted, req.version()};
             res.set(http::field::content_type, "application/json");
             res.keep_alive(req.keep_alive());
@@ -125,7 +154,19 @@ asio::awaitable<response> async_get_edge(gateway& gw, route_context& ctx) {
                           fmt::format("{} must be an integer between 0 and 9223372036854775807", field), field,
                           req.version(), req.keep_alive());
     }
-    shards::pool& pool = *gw.read_pools.at(gw.map.shard_of_id(*source));
+    if (auto e = detail::unknown_query_param(ctx.query, get_edge_params)) {
+        co_return detail::bad_field(req, e->field, e->detail);
+    }
+    auto wait = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
+    if (auto* e = std::get_if<input_error>(&wait)) co_return detail::bad_field(req, e->field, e->detail);
+    const auto& wp = std::get<detail::wait_params>(wait);
+    const core::shard_index shard = gw.map.shard_of_id(*source);
+    if (wp.after) {
+        std::vector<core::shard_index> needed{shard};
+        auto behind = co_await detail::async_wait_applied(gw, *wp.after, std::move(needed), wp.timeout);
+        if (!behind.empty()) co_return detail::not_applied_problem(req, *wp.after, behind, wp.timeout, "");
+    }
+    shards::pool& pool = *gw.read_pools.at(shard);
     auto lease = co_await pool.async_acquire();
     core::result<std::optional<shards::stored_edge>> r = core::errc::shard_unavailable;
     if (lease) r = co_await shards::async_get_edge(*lease.value(), graph, *source, *destination);
@@ -171,6 +212,7 @@ void add_edge_routes(router& r, gateway& gw) {
           [&gw](route_context& ctx) { return async_post_edges(gw, ctx); });
     r.add(http::verb::get, "/v1/graphs/{graph}/edges/{source}/{destination}", core::role::read,
           [&gw](route_context& ctx) { return async_get_edge(gw, ctx); });
+    add_edge_read_routes(r, gw);
 }
 
 void add_health_routes(router& r, gateway& gw) {

@@ -7,7 +7,10 @@ namespace cairn::net {
 class router;
 struct gateway;
 
+// Writes and single-edge reads; also adds the read routes below.
 void add_edge_routes(router& r, gateway& gw);
+// Pages, counts and multi-get (net/edge_read_routes.cpp).
+void add_edge_read_routes(router& r, gateway& gw);
 void add_health_routes(router& r, gateway& gw);
 
 }  // namespace cairn::net

@@ -13,10 +13,13 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 namespace cairn::shards {
 namespace {
@@ -91,6 +94,40 @@ void apply_worker::start() {
 void apply_worker::stop() {
     stopping_ = true;
     asio::post(strand_, [this] { wake_.cancel(); });
+    wake_waiters();
+}
+
+void apply_worker::wake_waiters() {
+    const std::uint64_t applied = applied_seq_.load();
+    const bool all = stopping_.load();
+    std::lock_guard lock(waiters_mutex_);
+    auto keep = std::partition(waiters_.begin(), waiters_.end(),
+                               [&](const applied_waiter& w) { return !all && w.seq > applied; });
+    for (auto it = keep; it != waiters_.end(); ++it) {
+        // A timer may only be touched on its own executor; the shared_ptr keeps it alive until then.
+        asio::post(it->timer->get_executor(), [t = it->timer] { t->cancel(); });
+    }
+    waiters_.erase(keep, waiters_.end());
+}
+
+asio::awaitable<bool> apply_worker::async_wait_applied(std::uint64_t seq, std::chrono::milliseconds timeout) {
+    if (applied_seq_.load() >= seq) co_return true;
+    if (stopping_.load() || timeout <= std::chrono::milliseconds::zero()) co_return false;
+    auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor, timeout);
+    {
+        std::lock_guard lock(waiters_mutex_);
+        waiters_.push_back({seq, timer});
+    }
+    // The seq may have advanced (or stop() run) before the waiter was registered: let
+    // wake_waiters decide, under the lock, so that no wake-up is lost.
+    wake_waiters();
+    core::error_code ec;
+    co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    {
+        std::lock_guard lock(waiters_mutex_);
+        std::erase_if(waiters_, [&](const applied_waiter& w) { return w.timer == timer; });
+    }
+    co_return applied_seq_.load() >= seq;
 }
 
 void apply_worker::notify() noexcept {
@@ -259,6 +296,7 @@ asio::awaitable<bool> apply_worker::async_apply_batch() {
     }
     applied_seq_ = batch.value().back().first;
     m_applied_seq_.set(static_cast<double>(applied_seq_.load()));
+    wake_waiters();
     if (!shard_up_.exchange(true)) spdlog::info("shard {}: applying again", shard);
     m_up_.set(1);
     outage_delay_ = 0ms;

@@ -19,8 +19,11 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <span>
+#include <vector>
 
 namespace cairn::journal {
 class journal;
@@ -54,6 +57,14 @@ public:
     bool paused() const noexcept { return paused_.load(); }
 
     std::uint64_t applied_seq() const noexcept { return applied_seq_.load(); }
+
+    // Read-your-writes: waits until applied_seq() >= seq (every op through seq was applied on
+    // this shard, or moved to its error queue) and returns true; false once timeout passed or
+    // stop() was called first. No polling: the worker wakes waiters when the seq advances, by
+    // posting a cancel to a timer on the caller's executor, which must therefore be a strand
+    // or a single-threaded io_context (an HTTP session's strand is). Cancellation: none; the
+    // wait ends within timeout. Any thread; the worker must outlive the wait.
+    boost::asio::awaitable<bool> async_wait_applied(std::uint64_t seq, std::chrono::milliseconds timeout);
     bool shard_up() const noexcept { return shard_up_.load(); }
     core::shard_index shard() const noexcept { return opts_.shard; }
 
@@ -72,6 +83,15 @@ private:
     boost::asio::awaitable<void> async_outage_backoff(const core::error_code& ec, std::string_view what);
     std::chrono::milliseconds retry_delay(std::uint32_t attempts);
     std::uint64_t now_ms() const;
+    // Wakes the waiters whose seq is now applied (all of them when stopping).
+    void wake_waiters();
+
+    struct applied_waiter {
+        std::uint64_t seq = 0;
+        std::shared_ptr<boost::asio::steady_timer> timer;  // on the waiter's executor
+    };
+    std::mutex waiters_mutex_;
+    std::vector<applied_waiter> waiters_;  // guarded by waiters_mutex_
 
     boost::asio::strand<boost::asio::any_io_executor> strand_;
     journal::journal& journal_;

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <limits>
 #include <map>
 
 namespace cairn::shards {
@@ -202,6 +204,110 @@ asio::awaitable<core::result<std::optional<stored_edge>>> async_get_edge(mariadb
     if (!r) co_return r.error();
     if (r.value().size() == 0) co_return std::optional<stored_edge>{};
     co_return std::optional<stored_edge>{parse_row(r.value(), 0)};
+}
+
+std::string page_edges_sql(const edge_page_request& req) {
+    CAIRN_ASSERT(req.limit >= 1);
+    std::string sql = "SELECT ";
+    sql += row_columns;
+    // FORCE INDEX: on a small or skewed table the optimizer may prefer the primary key and a
+    // filesort; a page must stay one range read of by_position whatever the statistics say.
+    sql += " FROM edges FORCE INDEX (by_position) WHERE graph = ";
+    append_graph(sql, req.graph);
+    fmt::format_to(std::back_inserter(sql), " AND node_id = {} AND direction = {} AND state = {}", req.node_id,
+                   static_cast<int>(req.direction), static_cast<int>(req.state));
+    // The OR form, not a row comparison: MariaDB turns it into a range on all six key parts,
+    // while (position, other_id) < (p, o) only uses the four equalities.
+    const bool backwards = req.cursor && req.cursor->which == core::page_cursor::kind::previous;
+    if (req.cursor) {
+        const char* op = backwards ? ">" : "<";
+        fmt::format_to(std::back_inserter(sql), " AND (position {0} {1} OR (position = {1} AND other_id {0} {2}))", op,
+                       req.cursor->position, req.cursor->other_id);
+    }
+    // A previous page reads upwards from its cursor; the caller reverses the rows.
+    fmt::format_to(std::back_inserter(sql), " ORDER BY position {0}, other_id {0} LIMIT {1}",
+                   backwards ? "ASC" : "DESC", req.limit + 1);
+    return sql;
+}
+
+asio::awaitable<core::result<edge_page>> async_page_edges(mariadb_conn& conn, edge_page_request req) {
+    using kind = core::page_cursor::kind;
+    const std::string sql = page_edges_sql(req);
+    auto r = co_await conn.async_query(sql);
+    if (!r) co_return r.error();
+    const rows& got = r.value();
+    const bool more = got.size() > req.limit;  // a row beyond this page exists in read order
+    const std::size_t n = more ? req.limit : got.size();
+    edge_page page;
+    page.edges.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) page.edges.push_back(parse_row(got, i));
+    const bool backwards = req.cursor && req.cursor->which == kind::previous;
+    if (backwards) std::reverse(page.edges.begin(), page.edges.end());
+
+    auto cursor_at = [](kind k, const stored_edge& e) { return core::page_cursor{k, e.row.position, e.key.other_id}; };
+    if (page.edges.empty()) {
+        // Nothing on this side of the cursor (any more). The way back must include the
+        // cursor's own key, which the page that made the cursor showed: ids are integers, so
+        // "at or after (p, o)" is "after (p, o - 1)" (and "at or before" is "before (p, o + 1)").
+        if (req.cursor && !backwards && req.cursor->other_id > std::numeric_limits<std::int64_t>::min()) {
+            page.previous = core::page_cursor{kind::previous, req.cursor->position, req.cursor->other_id - 1};
+        }
+        if (backwards && req.cursor->other_id < std::numeric_limits<std::int64_t>::max()) {
+            page.next = core::page_cursor{kind::next, req.cursor->position, req.cursor->other_id + 1};
+        }
+        co_return page;
+    }
+    if (backwards) {
+        if (more) page.previous = cursor_at(kind::previous, page.edges.front());
+        page.next = cursor_at(kind::next, page.edges.back());
+    } else {
+        if (more) page.next = cursor_at(kind::next, page.edges.back());
+        // A page reached by a next cursor has the rows of the page that made it before it.
+        if (req.cursor) page.previous = cursor_at(kind::previous, page.edges.front());
+    }
+    co_return page;
+}
+
+asio::awaitable<core::result<std::int64_t>> async_count_edges(mariadb_conn& conn, std::string graph,
+                                                              std::int64_t node_id, edge_direction direction,
+                                                              core::edge_state state) {
+    std::string sql = "SELECT count FROM edge_counts WHERE graph = ";
+    append_graph(sql, graph);
+    fmt::format_to(std::back_inserter(sql), " AND node_id = {} AND direction = {} AND state = {}", node_id,
+                   static_cast<int>(direction), static_cast<int>(state));
+    auto r = co_await conn.async_query(sql);
+    if (!r) co_return r.error();
+    if (r.value().size() == 0) co_return std::int64_t{0};
+    co_return r.value().int64_at(0, 0);
+}
+
+asio::awaitable<core::result<std::vector<std::optional<core::edge_row>>>> async_multi_get(
+    mariadb_conn& conn, std::string graph, std::span<const std::pair<std::int64_t, std::int64_t>> keys) {
+    std::vector<std::optional<core::edge_row>> out(keys.size());
+    if (keys.empty()) co_return out;
+    std::string sql;
+    sql.reserve(64 + keys.size() * 48);
+    sql += "SELECT ";
+    sql += row_columns;
+    // FORCE INDEX: with many row-constructor tuples MariaDB 10.11 can spend far longer weighing
+    // by_position than reading; the primary key is always the access path of a key lookup.
+    sql += " FROM edges FORCE INDEX (PRIMARY) WHERE (graph, node_id, direction, other_id) IN (";
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (i > 0) sql += ',';
+        append_key_tuple(sql, {graph, keys[i].first, edge_direction::forward, keys[i].second});
+    }
+    sql += ')';
+    auto r = co_await conn.async_query(sql);
+    if (!r) co_return r.error();
+    std::map<std::pair<std::int64_t, std::int64_t>, core::edge_row> found;
+    for (std::size_t i = 0; i < r.value().size(); ++i) {
+        auto e = parse_row(r.value(), i);
+        found.emplace(std::pair{e.key.node_id, e.key.other_id}, e.row);
+    }
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (auto it = found.find(keys[i]); it != found.end()) out[i] = it->second;
+    }
+    co_return out;
 }
 
 asio::awaitable<core::result<std::vector<stored_edge>>> async_dump_edges(mariadb_conn& conn) {

@@ -6,6 +6,7 @@
 #include <utility>  // Boost 1.74's awaitable.hpp forgets it.
 
 #include "core/edge_rules.hpp"
+#include "core/page_cursor.hpp"
 #include "core/op.hpp"
 #include "core/result.hpp"
 #include "core/shard_map.hpp"
@@ -67,6 +68,46 @@ boost::asio::awaitable<core::result<std::optional<stored_edge>>> async_get_edge(
                                                                                std::string_view graph,
                                                                                std::int64_t source_id,
                                                                                std::int64_t destination_id);
+
+// One page of a node's adjacency list in one state, newest first: ordered by (position,
+// other_id) descending. limit >= 1. Without a cursor the page starts at the newest edge.
+struct edge_page_request {
+    std::string graph;
+    std::int64_t node_id = 0;
+    edge_direction direction = edge_direction::forward;
+    core::edge_state state = core::edge_state::normal;
+    std::size_t limit = 100;
+    std::optional<core::page_cursor> cursor;
+};
+
+struct edge_page {
+    std::vector<stored_edge> edges;  // in page order (newest first)
+    // Where the following and the preceding page start; nullopt when there is none. A cursor
+    // reflects the rows at the time of the read: after concurrent removals it may lead to an
+    // empty page, which again carries a cursor back to where it came from.
+    std::optional<core::page_cursor> next;
+    std::optional<core::page_cursor> previous;
+};
+
+// The one statement that reads a page: a range read of index by_position (forced), never
+// OFFSET, fetching limit + 1 rows to learn whether more follow. Exposed for EXPLAIN tests.
+std::string page_edges_sql(const edge_page_request& req);
+
+// Reads one page with page_edges_sql. Errors: those of mariadb_conn::async_query.
+boost::asio::awaitable<core::result<edge_page>> async_page_edges(mariadb_conn& conn, edge_page_request req);
+
+// The stored count of (graph, node_id, direction, state): one primary-key lookup of
+// edge_counts (0 when there is no row). Errors: those of mariadb_conn::async_query.
+boost::asio::awaitable<core::result<std::int64_t>> async_count_edges(mariadb_conn& conn, std::string graph,
+                                                                     std::int64_t node_id, edge_direction direction,
+                                                                     core::edge_state state);
+
+// The forward rows of many (source_id, destination_id) pairs of one graph in one statement:
+// result[i] belongs to keys[i] (nullopt: no row on this shard). The caller sends each key to
+// the shard of its source. keys must stay valid until the awaitable completes.
+// Errors: those of mariadb_conn::async_query.
+boost::asio::awaitable<core::result<std::vector<std::optional<core::edge_row>>>> async_multi_get(
+    mariadb_conn& conn, std::string graph, std::span<const std::pair<std::int64_t, std::int64_t>> keys);
 
 // Test and tooling helpers: every edge row and every non-zero count on the connection's shard.
 boost::asio::awaitable<core::result<std::vector<stored_edge>>> async_dump_edges(mariadb_conn& conn);

@@ -1,0 +1,62 @@
+// Shared parts of the edge read routes and of POST ...?wait=applied: strict query-parameter
+// parsing, waiting (bounded) until the shards a request needs have applied a journal seq, and
+// the problems these answer with. Runs on the session's strand; no state of its own.
+#pragma once
+
+#include <utility>  // Boost 1.74's awaitable.hpp forgets it.
+
+#include "core/limits.hpp"
+#include "core/shard_map.hpp"
+#include "net/edge_json.hpp"
+#include "net/problem.hpp"
+#include "net/router.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace cairn::net {
+struct gateway;
+}
+
+namespace cairn::net::detail {
+
+// A 400 invalid-field problem naming field.
+response bad_field(const request& req, std::string_view field, std::string_view detail);
+// A 503 shard-unavailable problem with Retry-After, for a read whose shard failed.
+response shard_problem(const request& req, const core::error_code& ec);
+
+// The first query parameter whose name is not in known, as an input_error naming it.
+// (A span, not an initializer_list: GCC 12 rejects braced lists of literals inside coroutines.)
+std::optional<input_error> unknown_query_param(std::string_view query, std::span<const std::string_view> known);
+
+// A decimal integer in [min, max]: no sign, no spaces, no leading '+'.
+std::optional<std::uint64_t> parse_uint(std::string_view text, std::uint64_t min, std::uint64_t max) noexcept;
+
+// ?after=<seq> (0 to the journal's last seq) and ?timeout_ms= (0 to lim.applied_wait_max,
+// default the smaller of 5000 and that maximum).
+struct wait_params {
+    std::optional<std::uint64_t> after;
+    std::chrono::milliseconds timeout{5000};
+};
+std::variant<wait_params, input_error> parse_wait_params(const route_context& ctx, const core::limits& lim,
+                                                         std::uint64_t last_seq);
+
+// Waits until the apply worker of every shard in shards has applied seq, all within one
+// deadline of timeout. Returns the shards that had not by then (empty: all applied).
+boost::asio::awaitable<std::vector<core::shard_index>> async_wait_applied(gateway& gw, std::uint64_t seq,
+                                                                          std::vector<core::shard_index> shards,
+                                                                          std::chrono::milliseconds timeout);
+
+// 504 not-applied-yet, with the members "seq" and "shards" (those still behind); what is
+// appended to the detail.
+response not_applied_problem(const request& req, std::uint64_t seq, const std::vector<core::shard_index>& behind,
+                             std::chrono::milliseconds timeout, std::string_view what);
+
+}  // namespace cairn::net::detail

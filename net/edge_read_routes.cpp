@@ -1,0 +1,262 @@
+// The read side of the edges API: pages of a node's edges, counts, and multi-get, each with
+// read-your-writes (?after=). See docs/api.md.
+#include <utility>  // Boost 1.74's awaitable.hpp forgets it.
+
+#include "core/codec.hpp"
+#include "core/page_cursor.hpp"
+#include "journal/journal.hpp"
+#include "net/detail/applied_wait.hpp"
+#include "net/edge_json.hpp"
+#include "net/gateway.hpp"
+#include "net/routes.hpp"
+#include "net/task.hpp"
+#include "shards/edge_store.hpp"
+#include "shards/pool.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+
+namespace cairn::net {
+namespace {
+
+namespace asio = boost::asio;
+using detail::bad_field;
+
+constexpr std::size_t page_limit_default = 100;
+
+constexpr std::string_view page_params[] = {"direction", "state", "limit", "cursor", "after", "timeout_ms"};
+constexpr std::string_view count_params[] = {"direction", "state", "after", "timeout_ms"};
+constexpr std::string_view multi_get_params[] = {"after", "timeout_ms"};
+
+// What the page and count routes share: the node, its direction and state, the wait.
+struct node_query {
+    std::string graph;
+    std::int64_t node_id = 0;
+    shards::edge_direction direction = shards::edge_direction::forward;
+    core::edge_state state = core::edge_state::normal;
+    detail::wait_params wait;
+};
+
+std::string_view direction_name(shards::edge_direction d) {
+    return d == shards::edge_direction::forward ? "forward" : "backward";
+}
+
+// Parses the path and the parameters every node route has; a response is a 400 problem.
+std::variant<node_query, response> parse_node_query(gateway& gw, route_context& ctx,
+                                                    std::span<const std::string_view> known) {
+    const auto& req = ctx.req;
+    node_query q;
+    q.graph = std::string(ctx.params.get("graph").value_or(""));
+    if (!core::valid_graph_name(q.graph)) {
+        return bad_field(req, "graph", "must be 1 to 32 characters of A-Z, a-z, 0-9 and _");
+    }
+    const auto id = parse_id(ctx.params.get("id").value_or(""));
+    if (!id) return bad_field(req, "id", "must be an integer between 0 and 9223372036854775807");
+    q.node_id = *id;
+    if (auto e = detail::unknown_query_param(ctx.query, known)) return bad_field(req, e->field, e->detail);
+    if (auto d = ctx.query_param("direction")) {
+        if (*d == "forward") {
+            q.direction = shards::edge_direction::forward;
+        } else if (*d == "backward") {
+            q.direction = shards::edge_direction::backward;
+        } else {
+            return bad_field(req, "direction", "must be \"forward\" (edges from the node) or \"backward\" (edges to it)");
+        }
+    }
+    if (auto s = ctx.query_param("state")) {
+        auto st = core::edge_state_from_name(*s);
+        if (!st) return bad_field(req, "state", "must be one of \"normal\", \"removed\", \"archived\", \"negative\"");
+        q.state = *st;
+    }
+    auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
+    if (auto* e = std::get_if<input_error>(&w)) return bad_field(req, e->field, e->detail);
+    q.wait = std::get<detail::wait_params>(w);
+    return q;
+}
+
+std::string cursor_json(const std::optional<core::page_cursor>& c) {
+    if (!c) return "null";
+    return fmt::format("\"{}\"", core::encode_page_cursor(*c));
+}
+
+asio::awaitable<response> async_get_page(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    auto parsed = parse_node_query(gw, ctx, page_params);
+    if (auto* res = std::get_if<response>(&parsed)) co_return std::move(*res);
+    auto& q = std::get<node_query>(parsed);
+    shards::edge_page_request page_req;
+    page_req.graph = q.graph;
+    page_req.node_id = q.node_id;
+    page_req.direction = q.direction;
+    page_req.state = q.state;
+    page_req.limit = std::min(page_limit_default, gw.lim.page_limit_max);
+    if (auto l = ctx.query_param("limit")) {
+        auto v = detail::parse_uint(*l, 1, gw.lim.page_limit_max);
+        if (!v) co_return bad_field(req, "limit", fmt::format("must be an integer between 1 and {}", gw.lim.page_limit_max));
+        page_req.limit = static_cast<std::size_t>(*v);
+    }
+    if (auto c = ctx.query_param("cursor")) {
+        page_req.cursor = core::decode_page_cursor(*c);
+        if (!page_req.cursor) {
+            co_return bad_field(req, "cursor", "must be a next_cursor or prev_cursor returned by this route, unchanged");
+        }
+    }
+    const core::shard_index shard = gw.map.shard_of_id(q.node_id);
+    if (q.wait.after) {
+        std::vector<core::shard_index> needed{shard};
+        auto behind = co_await detail::async_wait_applied(gw, *q.wait.after, std::move(needed), q.wait.timeout);
+        if (!behind.empty()) co_return detail::not_applied_problem(req, *q.wait.after, behind, q.wait.timeout, "");
+    }
+    auto lease = co_await gw.read_pools.at(shard)->async_acquire();
+    if (!lease) co_return detail::shard_problem(req, lease.error());
+    auto page = co_await shards::async_page_edges(*lease.value(), std::move(page_req));
+    lease.value().reset();
+    if (!page) co_return detail::shard_problem(req, page.error());
+
+    const bool forward = q.direction == shards::edge_direction::forward;
+    std::string body = fmt::format(R"({{"graph":"{}","node_id":{},"direction":"{}","state":"{}","edges":[)", q.graph,
+                                   q.node_id, direction_name(q.direction), core::edge_state_name(q.state));
+    bool first = true;
+    for (const auto& e : page.value().edges) {
+        if (!first) body += ',';
+        first = false;
+        body += render_page_edge(forward, e.key.other_id, e.row);
+    }
+    fmt::format_to(std::back_inserter(body), R"(],"next_cursor":{},"prev_cursor":{}}})", cursor_json(page.value().next),
+                   cursor_json(page.value().previous));
+    co_return json_response(http::status::ok, std::move(body), req);
+}
+
+asio::awaitable<response> async_get_count(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    auto parsed = parse_node_query(gw, ctx, count_params);
+    if (auto* res = std::get_if<response>(&parsed)) co_return std::move(*res);
+    auto& q = std::get<node_query>(parsed);
+    const core::shard_index shard = gw.map.shard_of_id(q.node_id);
+    if (q.wait.after) {
+        std::vector<core::shard_index> needed{shard};
+        auto behind = co_await detail::async_wait_applied(gw, *q.wait.after, std::move(needed), q.wait.timeout);
+        if (!behind.empty()) co_return detail::not_applied_problem(req, *q.wait.after, behind, q.wait.timeout, "");
+    }
+    auto lease = co_await gw.read_pools.at(shard)->async_acquire();
+    if (!lease) co_return detail::shard_problem(req, lease.error());
+    auto count = co_await shards::async_count_edges(*lease.value(), q.graph, q.node_id, q.direction, q.state);
+    lease.value().reset();
+    if (!count) co_return detail::shard_problem(req, count.error());
+    co_return json_response(http::status::ok,
+                            fmt::format(R"({{"graph":"{}","node_id":{},"direction":"{}","state":"{}","count":{}}})",
+                                        q.graph, q.node_id, direction_name(q.direction),
+                                        core::edge_state_name(q.state), count.value()),
+                            req);
+}
+
+// The shared state of one multi-get's per-shard queries. They all run on the session's
+// strand (co_spawned on its executor), so plain members need no lock.
+struct multi_get_state {
+    explicit multi_get_state(asio::any_io_executor ex, std::size_t n) : done(std::move(ex)), rows(n) {}
+    asio::steady_timer done;  // cancelled when the last query ends
+    std::size_t remaining = 0;
+    std::vector<std::optional<core::edge_row>> rows;  // by request index
+    core::error_code error;                           // the first failure
+};
+
+struct shard_keys {
+    std::vector<std::size_t> indexes;  // into the request's keys
+    std::vector<std::pair<std::int64_t, std::int64_t>> keys;
+};
+
+asio::awaitable<void> async_multi_get_shard(gateway& gw, std::shared_ptr<multi_get_state> st, std::string graph,
+                                            core::shard_index shard, shard_keys group) {
+    auto lease = co_await gw.read_pools.at(shard)->async_acquire();
+    if (!lease) {
+        if (!st->error) st->error = lease.error();
+    } else {
+        auto r = co_await shards::async_multi_get(*lease.value(), std::move(graph), group.keys);
+        if (!r) {
+            if (!st->error) st->error = r.error();
+        } else {
+            for (std::size_t i = 0; i < group.indexes.size(); ++i) st->rows[group.indexes[i]] = r.value()[i];
+        }
+    }
+    if (--st->remaining == 0) st->done.cancel();
+}
+
+asio::awaitable<response> async_post_multi_get(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    const std::string graph(ctx.params.get("graph").value_or(""));
+    if (!core::valid_graph_name(graph)) {
+        co_return bad_field(req, "graph", "must be 1 to 32 characters of A-Z, a-z, 0-9 and _");
+    }
+    if (auto e = detail::unknown_query_param(ctx.query, multi_get_params)) {
+        co_return bad_field(req, e->field, e->detail);
+    }
+    auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
+    if (auto* e = std::get_if<input_error>(&w)) co_return bad_field(req, e->field, e->detail);
+    const auto wait = std::get<detail::wait_params>(w);
+    auto parsed = parse_edge_keys(req.body(), gw.lim.batch_ops_max);
+    if (auto* e = std::get_if<input_error>(&parsed)) co_return bad_field(req, e->field, e->detail);
+    const auto& keys = std::get<std::vector<std::pair<std::int64_t, std::int64_t>>>(parsed);
+
+    // One statement per shard: the forward row of an edge lives on its source's shard.
+    std::map<core::shard_index, shard_keys> groups;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        auto& g = groups[gw.map.shard_of_id(keys[i].first)];
+        g.indexes.push_back(i);
+        g.keys.push_back(keys[i]);
+    }
+    if (wait.after) {
+        std::vector<core::shard_index> needed;
+        for (const auto& [s, g] : groups) needed.push_back(s);
+        auto behind = co_await detail::async_wait_applied(gw, *wait.after, std::move(needed), wait.timeout);
+        if (!behind.empty()) co_return detail::not_applied_problem(req, *wait.after, behind, wait.timeout, "");
+    }
+
+    auto ex = co_await asio::this_coro::executor;
+    auto st = std::make_shared<multi_get_state>(ex, keys.size());
+    st->remaining = groups.size();
+    // Bounded even if a query task ended by an exception before counting itself done: the
+    // pool's wait, a connect and one query are each bounded by these limits.
+    st->done.expires_after(gw.lim.query_timeout + gw.lim.connect_timeout + std::chrono::seconds(10));
+    for (auto& [s, g] : groups) {
+        asio::co_spawn(ex, async_multi_get_shard(gw, st, graph, s, std::move(g)), log_task_end("multi_get"));
+    }
+    if (st->remaining > 0) {
+        core::error_code ec;
+        co_await st->done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    if (st->remaining > 0 && !st->error) st->error = core::errc::shard_timeout;
+    if (st->error) co_return detail::shard_problem(req, st->error);
+
+    std::string body = R"({"edges":[)";
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (i > 0) body += ',';
+        if (st->rows[i]) {
+            body += render_edge(graph, keys[i].first, keys[i].second, *st->rows[i]);
+        } else {
+            body += "null";
+        }
+    }
+    body += "]}";
+    co_return json_response(http::status::ok, std::move(body), req);
+}
+
+}  // namespace
+
+void add_edge_read_routes(router& r, gateway& gw) {
+    r.add(http::verb::get, "/v1/graphs/{graph}/nodes/{id}/edges", core::role::read,
+          [&gw](route_context& ctx) { return async_get_page(gw, ctx); });
+    r.add(http::verb::get, "/v1/graphs/{graph}/nodes/{id}/count", core::role::read,
+          [&gw](route_context& ctx) { return async_get_count(gw, ctx); });
+    r.add(http::verb::post, "/v1/graphs/{graph}/edges/get", core::role::read,
+          [&gw](route_context& ctx) { return async_post_multi_get(gw, ctx); });
+}
+
+}  // namespace cairn::net

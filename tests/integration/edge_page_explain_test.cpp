@@ -1,0 +1,72 @@
+// Every page is one indexed range read: EXPLAIN of the statement async_page_edges sends (first,
+// next and previous pages) must use the by_position index and never a filesort, on a table
+// big enough that the optimizer has real choices.
+#include <utility>
+
+#include "shards/edge_store.hpp"
+#include "tests/support/test_shards.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <sstream>
+
+namespace cairn::test {
+namespace {
+
+TEST(edge_page_explain, every_page_is_a_range_read_of_by_position_without_filesort) {
+    CAIRN_REQUIRE_SHARDS(1u);
+    const std::string db = "cairn_explain_pages";
+    fresh_database(db);
+    const auto s = test_shards().at(0);
+    boost::asio::io_context ioc;
+    shards::mariadb_conn conn(ioc.get_executor(), params_for(s, db));
+    ASSERT_TRUE(run_on(ioc, conn.async_connect()));
+    ASSERT_TRUE(run_on(ioc, shards::async_create_edge_schema(conn)));
+    // 5 nodes x 2 directions x 400 edges in mixed states.
+    std::string insert = "INSERT INTO edges VALUES ";
+    for (int node = 0; node < 5; ++node) {
+        for (int dir = 0; dir < 2; ++dir) {
+            for (int i = 0; i < 400; ++i) {
+                insert += fmt::format("{}('g',{},{},{},{},{},1,1,1)", node + dir + i ? "," : "", node, dir, i, i % 4,
+                                      i * 7 % 101);
+            }
+        }
+    }
+    ASSERT_TRUE(exec_sql(s, {insert, "INSERT INTO edge_counts VALUES ('g',3,1,0,100),('g',3,0,0,100),('g',2,1,0,5)",
+                             "ANALYZE TABLE edges"},
+                         db));
+
+    shards::edge_page_request req{"g", 3, shards::edge_direction::backward, core::edge_state::normal, 100, std::nullopt};
+    const std::vector<std::optional<core::page_cursor>> cursors = {
+        std::nullopt, core::page_cursor{core::page_cursor::kind::next, 50, 17},
+        core::page_cursor{core::page_cursor::kind::previous, 50, 17}};
+    for (const auto& c : cursors) {
+        req.cursor = c;
+        const std::string sql = shards::page_edges_sql(req);
+        EXPECT_EQ(sql.find("OFFSET"), std::string::npos) << sql;
+        auto rows = query_sql(s, "EXPLAIN " + sql, db);
+        ASSERT_TRUE(rows) << rows.error().message();
+        ASSERT_EQ(rows.value().size(), 1u) << sql;
+        // id, select_type, table, type, possible_keys, key, key_len, ref, rows, Extra
+        std::vector<std::string> cols;
+        std::istringstream in(rows.value()[0]);
+        for (std::string col; std::getline(in, col, '\t');) cols.push_back(col);
+        ASSERT_GE(cols.size(), 10u) << rows.value()[0];
+        EXPECT_EQ(cols[5], "by_position") << sql << "\n" << rows.value()[0];
+        // A cursor page reads a range of all six key parts; the first page the four-part prefix.
+        EXPECT_EQ(cols[3], c ? "range" : "ref") << rows.value()[0];
+        EXPECT_EQ(cols[9].find("filesort"), std::string::npos) << sql << "\n" << rows.value()[0];
+        EXPECT_EQ(cols[9].find("temporary"), std::string::npos) << rows.value()[0];
+        EXPECT_LE(std::stoi(cols[8]), 400) << "the read examines one node's rows at most: " << rows.value()[0];
+    }
+    // Count: one primary-key lookup of edge_counts.
+    auto count = query_sql(s, "EXPLAIN SELECT count FROM edge_counts WHERE graph = 'g' AND node_id = 3 AND direction = 1 AND state = 0", db);
+    ASSERT_TRUE(count);
+    ASSERT_EQ(count.value().size(), 1u);
+    EXPECT_NE(count.value()[0].find("PRIMARY"), std::string::npos) << count.value()[0];
+}
+
+}  // namespace
+}  // namespace cairn::test

@@ -1,0 +1,249 @@
+// The edges read side end to end through a real cairnd: pages with cursors both ways, counts,
+// multi-get in request order, read-your-writes (?after=, ?wait=applied) including the bounded
+// 504 when a shard cannot apply, and 400 problems naming each bad parameter.
+#include "core/shard_map.hpp"
+#include "tests/support/e2e.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+namespace cairn::test {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+class edges_read_http : public ::testing::Test {
+protected:
+    void start(const std::string& db, std::vector<shard_endpoint> shards = {}, std::string extra_toml = {}) {
+        fresh_database(db);
+        cairnd_options o;
+        o.database = db;
+        o.shards = shards.empty() ? test_shards() : std::move(shards);
+        o.extra_toml = std::move(extra_toml);
+        cairnd_ = std::make_unique<cairnd_process>(o);
+        ASSERT_TRUE(cairnd_->start()) << cairnd_->log_tail();
+    }
+    void TearDown() override {
+        if (cairnd_ && HasFailure()) std::cerr << "cairnd log:\n" << cairnd_->log_tail() << "\n";
+        if (cairnd_) {
+            EXPECT_EQ(cairnd_->terminate(), 0) << cairnd_->log_tail();
+        }
+    }
+    std::uint16_t port() const { return cairnd_->port(); }
+
+    json get_json(const std::string& target, int status = 200) {
+        auto r = http_get(port(), target);
+        if (!r) {
+            ADD_FAILURE() << "no answer to GET " << target;
+            return {};
+        }
+        EXPECT_EQ(r->status, status) << target << ": " << r->body;
+        return json::parse(r->body, nullptr, false);
+    }
+
+    std::unique_ptr<cairnd_process> cairnd_;
+};
+
+TEST_F(edges_read_http, pages_walk_forward_and_back_and_counts_match) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    start("cairn_e2e_pages");
+    // 25 edges from node 7 at positions 100..124, and one removed edge.
+    std::string body = R"({"edges": [)";
+    for (int i = 0; i < 25; ++i) body += fmt::format(R"({}{{"source_id": 7, "destination_id": {}, "position": {}}})", i ? "," : "", 1000 + i, 100 + i);
+    body += R"(, {"source_id": 7, "destination_id": 999, "state": "removed"}]})";
+    auto w = http_post(port(), "/v1/graphs/follows/edges?wait=applied", body);
+    ASSERT_TRUE(w);
+    ASSERT_EQ(w->status, 202) << w->body;  // wait=applied: readable at once, on every shard
+
+    std::vector<std::int64_t> seen;
+    std::string target = "/v1/graphs/follows/nodes/7/edges?limit=10";
+    json page;
+    for (int pages = 0; pages < 10; ++pages) {
+        page = get_json(target);
+        for (const auto& e : page["edges"]) {
+            EXPECT_EQ(e["state"], "normal");
+            EXPECT_EQ(e["position"].get<std::int64_t>(), e["destination_id"].get<std::int64_t>() - 900);
+            EXPECT_TRUE(e["ts"].is_string());
+            seen.push_back(e["destination_id"].get<std::int64_t>());
+        }
+        if (page["next_cursor"].is_null()) break;
+        target = "/v1/graphs/follows/nodes/7/edges?limit=10&cursor=" + page["next_cursor"].get<std::string>();
+    }
+    std::vector<std::int64_t> expected;
+    for (int i = 24; i >= 0; --i) expected.push_back(1000 + i);
+    EXPECT_EQ(seen, expected);
+    EXPECT_EQ(page["edges"].size(), 5u);
+    ASSERT_TRUE(page["prev_cursor"].is_string());
+    // Back from the last page with another limit.
+    std::vector<std::int64_t> back;
+    for (const auto& e : page["edges"]) back.push_back(e["destination_id"].get<std::int64_t>());
+    std::string cursor = page["prev_cursor"].get<std::string>();
+    for (int pages = 0; pages < 10 && !cursor.empty(); ++pages) {
+        auto prev = get_json("/v1/graphs/follows/nodes/7/edges?direction=forward&state=normal&limit=7&cursor=" + cursor);
+        std::vector<std::int64_t> ids;
+        for (const auto& e : prev["edges"]) ids.push_back(e["destination_id"].get<std::int64_t>());
+        back.insert(back.begin(), ids.begin(), ids.end());
+        EXPECT_TRUE(prev["next_cursor"].is_string());
+        cursor = prev["prev_cursor"].is_null() ? "" : prev["prev_cursor"].get<std::string>();
+    }
+    EXPECT_EQ(back, expected);
+
+    auto removed = get_json("/v1/graphs/follows/nodes/7/edges?state=removed");
+    ASSERT_EQ(removed["edges"].size(), 1u);
+    EXPECT_EQ(removed["edges"][0]["destination_id"], 999);
+    EXPECT_TRUE(removed["next_cursor"].is_null());
+    EXPECT_TRUE(removed["prev_cursor"].is_null());
+    // Backward: who points at 1003 -- the row names its source.
+    auto backward = get_json("/v1/graphs/follows/nodes/1003/edges?direction=backward");
+    ASSERT_EQ(backward["edges"].size(), 1u);
+    EXPECT_EQ(backward["edges"][0]["source_id"], 7);
+    EXPECT_FALSE(backward["edges"][0].contains("destination_id"));
+
+    EXPECT_EQ(get_json("/v1/graphs/follows/nodes/7/count")["count"], 25);
+    EXPECT_EQ(get_json("/v1/graphs/follows/nodes/7/count?direction=forward&state=removed")["count"], 1);
+    EXPECT_EQ(get_json("/v1/graphs/follows/nodes/1003/count?direction=backward")["count"], 1);
+    EXPECT_EQ(get_json("/v1/graphs/follows/nodes/8/count")["count"], 0);
+    auto empty = get_json("/v1/graphs/follows/nodes/8/edges");
+    EXPECT_TRUE(empty["edges"].empty());
+    EXPECT_TRUE(empty["next_cursor"].is_null());
+}
+
+TEST_F(edges_read_http, multi_get_answers_in_request_order_with_null_for_missing) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    start("cairn_e2e_multiget");
+    std::string body = R"({"edges": [)";
+    for (int i = 0; i < 20; ++i) body += fmt::format(R"({}{{"source_id": {}, "destination_id": {}, "position": {}}})", i ? "," : "", i, i + 100, i);
+    body += "]}";
+    auto w = http_post(port(), "/v1/graphs/follows/edges", body);
+    ASSERT_TRUE(w);
+    ASSERT_EQ(w->status, 202) << w->body;
+    const auto seq = json::parse(w->body)["seq"].get<std::uint64_t>();
+    // Sources on both shards, a missing edge in the middle, a repeat, ids as strings.
+    const std::string get = R"({"edges": [{"source_id": 19, "destination_id": 119}, {"source_id": 3, "destination_id": 4},
+        {"source_id": "0", "destination_id": "100"}, {"source_id": 5, "destination_id": 105}, {"source_id": 19, "destination_id": 119}]})";
+    auto r = http_post(port(), fmt::format("/v1/graphs/follows/edges/get?after={}", seq), get);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    auto j = json::parse(r->body);
+    ASSERT_EQ(j["edges"].size(), 5u);
+    EXPECT_EQ(j["edges"][0]["source_id"], 19);
+    EXPECT_EQ(j["edges"][0]["position"], 19);
+    EXPECT_TRUE(j["edges"][1].is_null());
+    EXPECT_EQ(j["edges"][2]["destination_id"], 100);
+    EXPECT_EQ(j["edges"][3]["destination_id"], 105);
+    EXPECT_EQ(j["edges"][4], j["edges"][0]);
+    const auto map = core::shard_map::equal_ranges(2);
+    EXPECT_NE(map.shard_of_id(19), map.shard_of_id(0)) << "pick sources on both shards";
+}
+
+TEST_F(edges_read_http, after_waits_for_the_shard_and_times_out_with_504_when_it_cannot_apply) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    // A third shard that nobody answers on: its apply worker never advances.
+    auto shards = test_shards();
+    shards.push_back({"127.0.0.1", free_port()});
+    start("cairn_e2e_after", shards);
+    const auto map = core::shard_map::equal_ranges(3);
+    std::int64_t dead_id = 0;
+    std::int64_t live_id = 0;
+    while (map.shard_of_id(dead_id) != 2) ++dead_id;
+    while (map.shard_of_id(live_id) == 2) ++live_id;
+    std::int64_t live_dest = live_id + 1;
+    while (map.shard_of_id(live_dest) == 2) ++live_dest;
+
+    // A write whose rows live only on live shards: read-your-writes at once.
+    auto w = http_post(port(), "/v1/graphs/follows/edges", fmt::format(R"({{"source_id": {}, "destination_id": {}}})", live_id, live_dest));
+    ASSERT_TRUE(w);
+    ASSERT_EQ(w->status, 202) << w->body;
+    const auto seq = json::parse(w->body)["seq"].get<std::uint64_t>();
+    auto one = get_json(fmt::format("/v1/graphs/follows/edges/{}/{}?after={}", live_id, live_dest, seq));
+    EXPECT_EQ(one["state"], "normal");
+    EXPECT_EQ(get_json(fmt::format("/v1/graphs/follows/nodes/{}/count?after={}", live_id, seq))["count"], 1);
+    EXPECT_EQ(get_json(fmt::format("/v1/graphs/follows/nodes/{}/edges?after={}", live_id, seq))["edges"].size(), 1u);
+
+    // The dead shard's worker has not applied seq: a read there waits timeout_ms, then 504.
+    const auto started = std::chrono::steady_clock::now();
+    auto late = get_json(fmt::format("/v1/graphs/follows/nodes/{}/edges?after={}&timeout_ms=300", dead_id, seq), 504);
+    EXPECT_GE(std::chrono::steady_clock::now() - started, 300ms);
+    EXPECT_EQ(late["type"], "https://cairn.dev/problems/not-applied-yet");
+    EXPECT_EQ(late["seq"], seq);
+    EXPECT_EQ(late["shards"], json::array({2}));
+    get_json(fmt::format("/v1/graphs/follows/nodes/{}/count?after={}&timeout_ms=0", dead_id, seq), 504);
+
+    // wait=applied on a write that touches the dead shard: durable, but 504 with its seq.
+    auto wa = http_post(port(), "/v1/graphs/follows/edges?wait=applied&timeout_ms=200",
+                        fmt::format(R"({{"source_id": {}, "destination_id": {}}})", live_id, dead_id));
+    ASSERT_TRUE(wa);
+    EXPECT_EQ(wa->status, 504) << wa->body;
+    const auto wa_json = json::parse(wa->body);
+    EXPECT_EQ(wa_json["shards"], json::array({2}));
+    // ... and its forward row, on a live shard, is readable with after= its seq.
+    auto fwd = get_json(fmt::format("/v1/graphs/follows/edges/{}/{}?after={}", live_id, dead_id, wa_json["seq"].get<std::uint64_t>()));
+    EXPECT_EQ(fwd["state"], "normal");
+    // A seq this gateway never issued is refused at once.
+    auto beyond = get_json(fmt::format("/v1/graphs/follows/nodes/{}/count?after={}", live_id, seq + 1000), 400);
+    EXPECT_EQ(beyond["field"], "after");
+}
+
+struct bad_param_case {
+    const char* what;
+    const char* method;
+    std::string target;
+    std::string body;
+    const char* field;
+};
+
+TEST_F(edges_read_http, bad_parameters_get_a_400_problem_naming_the_field) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    start("cairn_e2e_read_bad", {}, "[limits]\npage_limit_max = 50\napplied_wait_max_ms = 1000\n");
+    const std::string page = "/v1/graphs/follows/nodes/1/edges";
+    const std::string count = "/v1/graphs/follows/nodes/1/count";
+    const std::string get = "/v1/graphs/follows/edges/get";
+    const std::string good_keys = R"({"edges": [{"source_id": 1, "destination_id": 2}]})";
+    std::string too_many = R"({"edges": [)";
+    for (int i = 0; i < 1001; ++i) too_many += fmt::format(R"({}{{"source_id": 1, "destination_id": {}}})", i ? "," : "", i);
+    too_many += "]}";
+    const std::vector<bad_param_case> cases = {
+        {"limit 0", "GET", page + "?limit=0", "", "limit"},
+        {"limit above page_limit_max", "GET", page + "?limit=51", "", "limit"},
+        {"limit not a number", "GET", page + "?limit=ten", "", "limit"},
+        {"limit negative", "GET", page + "?limit=-1", "", "limit"},
+        {"limit empty", "GET", page + "?limit=", "", "limit"},
+        {"bad direction", "GET", page + "?direction=sideways", "", "direction"},
+        {"bad state", "GET", page + "?state=deleted", "", "state"},
+        {"garbage cursor", "GET", page + "?cursor=abc", "", "cursor"},
+        {"cursor of the right length, wrong version", "GET", page + "?cursor=AgAAAAAAAAAABQAAAAAAAAAH", "", "cursor"},
+        {"unknown parameter", "GET", page + "?limt=5", "", "limt"},
+        {"bad id", "GET", "/v1/graphs/follows/nodes/-3/edges", "", "id"},
+        {"bad graph", "GET", "/v1/graphs/no-pe/nodes/1/edges", "", "graph"},
+        {"after not a number", "GET", page + "?after=x", "", "after"},
+        {"timeout above applied_wait_max", "GET", page + "?after=0&timeout_ms=1001", "", "timeout_ms"},
+        {"count: bad state", "GET", count + "?state=x", "", "state"},
+        {"count: limit is not a count parameter", "GET", count + "?limit=5", "", "limit"},
+        {"get edge: after not a number", "GET", "/v1/graphs/follows/edges/1/2?after=1e3", "", "after"},
+        {"multi-get: not an object", "POST", get, "[1]", "body"},
+        {"multi-get: empty", "POST", get, R"({"edges": []})", "edges"},
+        {"multi-get: missing destination", "POST", get, R"({"edges": [{"source_id": 1}]})", "edges[0].destination_id"},
+        {"multi-get: bad id", "POST", get, R"({"edges": [{"source_id": 1, "destination_id": -2}]})", "edges[0].destination_id"},
+        {"multi-get: too many", "POST", get, too_many, "edges"},
+        {"multi-get: bad after", "POST", get + "?after=-1", good_keys, "after"},
+        {"write: bad wait", "POST", "/v1/graphs/follows/edges?wait=journaled", R"({"source_id": 1, "destination_id": 2})", "wait"},
+    };
+    for (const auto& c : cases) {
+        auto r = http_request(port(), c.method, c.target, c.body);
+        ASSERT_TRUE(r) << c.what;
+        EXPECT_EQ(r->status, 400) << c.what << ": " << r->body;
+        auto j = json::parse(r->body, nullptr, false);
+        ASSERT_FALSE(j.is_discarded()) << c.what << ": " << r->body;
+        EXPECT_EQ(j["field"], c.field) << c.what << ": " << r->body;
+        EXPECT_EQ(j["type"], "https://cairn.dev/problems/invalid-field") << c.what;
+    }
+    // The limit at its maximum is fine; nothing was journaled by the refused write.
+    get_json(page + "?limit=50");
+    auto ready = readiness(port());
+    ASSERT_TRUE(ready);
+}
+
+}  // namespace
+}  // namespace cairn::test
