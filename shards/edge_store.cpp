@@ -112,7 +112,10 @@ asio::awaitable<core::result<void>> async_apply_edges(mariadb_conn& conn, const 
     sql.reserve(64 + by_key.size() * 48);
     sql += "SELECT ";
     sql += row_columns;
-    sql += " FROM edges WHERE (graph, node_id, direction, other_id) IN (";
+    // FORCE INDEX: with hundreds of row-constructor tuples MariaDB 10.11 spends seconds in
+    // "Statistics" weighing the by_position index (1.9 s vs 0.04 s for 750 keys, measured by
+    // cairn-bench's drain scenario); the primary key is always the right access path here.
+    sql += " FROM edges FORCE INDEX (PRIMARY) WHERE (graph, node_id, direction, other_id) IN (";
     bool first = true;
     for (const auto& [key, _] : by_key) {
         if (!first) sql += ',';
