@@ -1,0 +1,678 @@
+#include "apps/bench/scenarios.hpp"
+
+#include "apps/bench/cairnd_runner.hpp"
+#include "apps/bench/edge_sql.hpp"
+#include "apps/bench/http_conn.hpp"
+#include "core/log_task_end.hpp"
+#include "core/shard_map.hpp"
+#include "shards/edge_store.hpp"
+#include "shards/pool.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+namespace cairn::bench {
+namespace {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+constexpr std::uint64_t get_destination_offset = 1'000'000'000'000;  // get: destination = source + this
+constexpr std::size_t drain_batch_edges = 1000;                       // = cairn's apply.batch_ops_max default
+
+std::uint64_t splitmix(std::uint64_t& state) noexcept {
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+std::uint64_t wall_ms() {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
+std::atomic<std::uint64_t> ts_counter{0};
+
+core::error_code error_of_status(unsigned status) {
+    if (status == 503 || status == 429) return core::errc::overloaded;
+    if (status == 404) return core::errc::not_found;
+    if (status == 401) return core::errc::unauthorized;
+    if (status == 403) return core::errc::forbidden;
+    if (status >= 400 && status < 500) return core::errc::bad_request;
+    return core::errc::shard_unavailable;
+}
+
+run_report base_report(const bench_config& cfg) {
+    run_report r;
+    r.scenario = cfg.scenario;
+    r.target = cfg.target;
+    r.concurrency = cfg.load.concurrency;
+    return r;
+}
+
+run_report failed(run_report r, std::string why) {
+    r.status = run_status::failed;
+    r.note = std::move(why);
+    return r;
+}
+
+run_report not_measurable(const bench_config& cfg, std::string why) {
+    run_report r = base_report(cfg);
+    r.mode = "none";
+    r.status = run_status::not_measurable;
+    r.note = std::move(why);
+    return r;
+}
+
+std::string run_nonce() {
+    return fmt::format("{:x}", wall_ms() % 0xffffffffULL);
+}
+
+// ---- shared direct plumbing ----------------------------------------------------------------------
+
+struct shard_pools {
+    core::shard_map map;
+    std::vector<std::unique_ptr<shards::pool>> pools;
+
+    shard_pools(asio::any_io_executor ex, const bench_config& cfg, std::size_t per_shard)
+        : map(core::shard_map::equal_ranges(static_cast<std::uint32_t>(cfg.shards.size()))) {
+        for (const auto& s : cfg.shards) {
+            shards::conn_params p;
+            p.host = s.host;
+            p.port = s.port;
+            p.user = cfg.user;
+            p.password = cfg.password;
+            p.database = cfg.database;
+            p.connect_timeout = 5s;
+            p.query_timeout = 60s;
+            pools.push_back(std::make_unique<shards::pool>(ex, p, per_shard, 30s));
+        }
+    }
+};
+
+// One connection to each shard, held for the whole run (as a client without cairn would).
+class shard_leases {
+public:
+    explicit shard_leases(shard_pools& p) : pools_(p), leases_(p.pools.size()) {}
+
+    asio::awaitable<core::result<void>> async_acquire_all() {
+        for (std::size_t i = 0; i < leases_.size(); ++i) {
+            auto r = co_await async_conn(static_cast<core::shard_index>(i));
+            if (!r) co_return r.error();
+        }
+        co_return core::success();
+    }
+
+    // The connection to shard i, reconnecting if the last one failed.
+    asio::awaitable<core::result<shards::mariadb_conn*>> async_conn(core::shard_index i) {
+        auto& l = leases_.at(i);
+        if (l && l->is_open()) co_return &*l;
+        l.reset();
+        auto got = co_await pools_.pools.at(i)->async_acquire();
+        if (!got) co_return got.error();
+        l = std::move(got).value();
+        co_return &*l;
+    }
+
+private:
+    shard_pools& pools_;
+    std::vector<shards::lease> leases_;
+};
+
+asio::awaitable<core::result<void>> async_ensure_schema(shard_pools& p) {
+    for (auto& pool : p.pools) {
+        auto l = co_await pool->async_acquire();
+        if (!l) co_return l.error();
+        auto r = co_await shards::async_create_edge_schema(*l.value());
+        if (!r) co_return r.error();
+    }
+    co_return core::success();
+}
+
+// Writes edges (source_of(i) -> destination_of(i), i in [0, n)) with batched upserts, one
+// coroutine per shard, each sending batch_edges edges' rows per statement. Returns when done.
+template <class Source, class Destination>
+asio::awaitable<core::result<void>> async_upsert_edges(shard_pools& p, std::string graph, std::uint64_t n,
+                                                       std::size_t batch_edges, Source source_of,
+                                                       Destination destination_of, std::uint64_t ts) {
+    const auto shard_count = static_cast<core::shard_index>(p.pools.size());
+    // Build the statements first: the measured part is sending them (cairn's apply folds and
+    // formats inside its measured time too, so this favours direct slightly).
+    std::vector<std::vector<std::string>> statements(shard_count);
+    for (std::uint64_t start = 0; start < n; start += batch_edges) {
+        std::vector<std::vector<direct_row>> rows(shard_count);
+        const std::uint64_t stop = std::min<std::uint64_t>(n, start + batch_edges);
+        for (std::uint64_t i = start; i < stop; ++i) {
+            const auto s = static_cast<std::int64_t>(source_of(i));
+            const auto d = static_cast<std::int64_t>(destination_of(i));
+            for (auto& [shard, row] : direct_rows_of(p.map, s, d, static_cast<std::int64_t>(ts >> 22), ts)) {
+                rows[shard].push_back(row);
+            }
+        }
+        for (core::shard_index sh = 0; sh < shard_count; ++sh) {
+            if (!rows[sh].empty()) statements[sh].push_back(direct_upsert_sql(graph, rows[sh]));
+        }
+    }
+    auto ex = co_await asio::this_coro::executor;
+    std::atomic<std::size_t> pending{shard_count};
+    core::error_code first_error;
+    asio::steady_timer done(ex, clock_type::time_point::max());
+    for (core::shard_index sh = 0; sh < shard_count; ++sh) {
+        asio::co_spawn(
+            ex,
+            [&, sh]() -> asio::awaitable<void> {
+                auto l = co_await p.pools[sh]->async_acquire();
+                if (!l) {
+                    first_error = l.error();
+                } else {
+                    for (const auto& sql : statements[sh]) {
+                        auto r = co_await l.value()->async_execute(sql);
+                        if (!r) {
+                            first_error = r.error();
+                            break;
+                        }
+                    }
+                }
+                if (--pending == 0) done.cancel();
+            },
+            core::log_task_end{"bench-upsert"});
+    }
+    // The io_context is single-threaded here: the shard coroutines start only after this wait.
+    core::error_code ec;
+    if (pending > 0) co_await done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (first_error) co_return first_error;
+    co_return core::success();
+}
+
+// ---- write -----------------------------------------------------------------------------------------
+
+class http_write_worker final : public worker {
+public:
+    http_write_worker(asio::any_io_executor ex, const bench_config& cfg, std::uint32_t index)
+        : conn_(ex, cfg.host, cfg.port), cfg_(cfg), rng_(cfg.seed * 1000003 + index) {
+        target_ = fmt::format("/v1/graphs/{}/edges", cfg.graph.empty() ? "bench" : cfg.graph);
+    }
+    asio::awaitable<core::result<void>> async_setup() override { co_return co_await conn_.async_connect(); }
+    asio::awaitable<core::result<void>> async_op(std::uint64_t) override {
+        body_.clear();
+        if (cfg_.batch > 1) body_ += R"({"edges":[)";
+        for (std::uint32_t i = 0; i < cfg_.batch; ++i) {
+            const auto s = splitmix(rng_) % cfg_.key_space + 1;
+            const auto d = splitmix(rng_) % cfg_.key_space + 1;
+            fmt::format_to(std::back_inserter(body_), R"({}{{"source_id":{},"destination_id":{}}})", i ? "," : "", s, d);
+        }
+        if (cfg_.batch > 1) body_ += "]}";
+        auto r = co_await conn_.async_request(http::verb::post, target_, body_);
+        if (!r) co_return r.error();
+        if (r.value().status != 202) co_return error_of_status(r.value().status);
+        co_return core::success();
+    }
+
+private:
+    http_conn conn_;
+    const bench_config& cfg_;
+    std::uint64_t rng_;
+    std::string target_;
+    std::string body_;
+};
+
+class direct_write_worker final : public worker {
+public:
+    direct_write_worker(shard_pools& p, const bench_config& cfg, std::uint32_t index)
+        : pools_(p), leases_(p), cfg_(cfg), rng_(cfg.seed * 1000003 + index) {}
+    asio::awaitable<core::result<void>> async_setup() override { co_return co_await leases_.async_acquire_all(); }
+    asio::awaitable<core::result<void>> async_op(std::uint64_t) override {
+        // Each edge is two rows, forward and backward, each one autocommit upsert on its shard:
+        // the same rows cairn writes, with the same durability (one commit each).
+        const std::string graph = cfg_.graph.empty() ? std::string("bench") : cfg_.graph;
+        std::vector<std::vector<direct_row>> rows(pools_.pools.size());
+        for (std::uint32_t i = 0; i < cfg_.batch; ++i) {
+            const auto s = static_cast<std::int64_t>(splitmix(rng_) % cfg_.key_space + 1);
+            const auto d = static_cast<std::int64_t>(splitmix(rng_) % cfg_.key_space + 1);
+            const auto now = wall_ms();
+            const auto ts = direct_ts(now, ts_counter.fetch_add(1));
+            for (auto& [shard, row] : direct_rows_of(pools_.map, s, d, static_cast<std::int64_t>(now), ts)) {
+                rows[shard].push_back(row);
+            }
+        }
+        for (core::shard_index sh = 0; sh < rows.size(); ++sh) {
+            if (rows[sh].empty()) continue;
+            // One statement per row when batch is 1 (single-row autocommit); else one per shard.
+            if (cfg_.batch == 1) {
+                for (const auto& row : rows[sh]) {
+                    const std::string sql = direct_upsert_sql(graph, {row});
+                    auto c = co_await leases_.async_conn(sh);
+                    if (!c) co_return c.error();
+                    auto r = co_await c.value()->async_execute(sql);
+                    if (!r) co_return r.error();
+                }
+            } else {
+                const std::string sql = direct_upsert_sql(graph, rows[sh]);
+                auto c = co_await leases_.async_conn(sh);
+                if (!c) co_return c.error();
+                auto r = co_await c.value()->async_execute(sql);
+                if (!r) co_return r.error();
+            }
+        }
+        co_return core::success();
+    }
+
+private:
+    shard_pools& pools_;
+    shard_leases leases_;
+    const bench_config& cfg_;
+    std::uint64_t rng_;
+};
+
+run_report run_load_scenario(const bench_config& cfg, bool needs_schema, std::function<std::unique_ptr<worker>(
+                                                                             asio::any_io_executor, shard_pools*, std::uint32_t)> make) {
+    run_report r = base_report(cfg);
+    asio::io_context ioc(static_cast<int>(std::max<std::uint32_t>(1, cfg.load.threads)));
+    std::unique_ptr<shard_pools> pools;
+    if (!cfg.shards.empty()) pools = std::make_unique<shard_pools>(ioc.get_executor(), cfg, cfg.load.concurrency + 1);
+    if (needs_schema) {
+        if (!pools) return failed(r, "needs --shards");
+        core::result<void> s = core::errc::timeout;
+        asio::co_spawn(
+            ioc, [&]() -> asio::awaitable<void> { s = co_await async_ensure_schema(*pools); },
+            core::log_task_end{"bench-schema"});
+        ioc.run();
+        ioc.restart();
+        if (!s) return failed(r, "cannot create the edge schema on the shards: " + s.error().message());
+    }
+    auto lr = run_load(ioc, cfg.load,
+                       [&](asio::any_io_executor ex, std::uint32_t i) { return make(std::move(ex), pools.get(), i); }, r);
+    if (!lr) return r;
+    if (r.ops == 0) return failed(r, "no operation succeeded: " + r.first_error);
+    return r;
+}
+
+run_report run_write(const bench_config& cfg) {
+    if (cfg.target == "cairn-ws") return not_measurable(cfg, "cairn has no WebSocket API yet (issue 4)");
+    if (cfg.target == "cairn-http") {
+        auto r = run_load_scenario(cfg, false, [&cfg](asio::any_io_executor ex, shard_pools*, std::uint32_t i) {
+            return std::make_unique<http_write_worker>(std::move(ex), cfg, i);
+        });
+        if (r.status == run_status::ok) r.note = "POST /v1/graphs/{graph}/edges, ack after the journal commit";
+        r.extra["edges_per_request"] = cfg.batch;
+        return r;
+    }
+    if (cfg.shards.empty()) return failed(base_report(cfg), "--target direct needs --shards");
+    auto r = run_load_scenario(cfg, true, [&cfg](asio::any_io_executor, shard_pools* p, std::uint32_t i) {
+        return std::make_unique<direct_write_worker>(*p, cfg, i);
+    });
+    if (r.status == run_status::ok) r.note = cfg.batch == 1 ? "two single-row autocommit upserts with the last-writer-wins guard per edge "
+                              "(forward and backward row)"
+                            : "one multi-row autocommit upsert per shard per request";
+    r.extra["edges_per_request"] = cfg.batch;
+    return r;
+}
+
+// ---- get -------------------------------------------------------------------------------------------
+
+class http_get_worker final : public worker {
+public:
+    http_get_worker(asio::any_io_executor ex, const bench_config& cfg, std::string graph, std::uint32_t index)
+        : conn_(ex, cfg.host, cfg.port), cfg_(cfg), graph_(std::move(graph)), rng_(cfg.seed * 7919 + index) {}
+    asio::awaitable<core::result<void>> async_setup() override { co_return co_await conn_.async_connect(); }
+    asio::awaitable<core::result<void>> async_op(std::uint64_t) override {
+        const auto s = splitmix(rng_) % cfg_.preload + 1;
+        target_.clear();
+        fmt::format_to(std::back_inserter(target_), "/v1/graphs/{}/edges/{}/{}", graph_, s, s + get_destination_offset);
+        auto r = co_await conn_.async_request(http::verb::get, target_);
+        if (!r) co_return r.error();
+        if (r.value().status != 200) co_return error_of_status(r.value().status);
+        co_return core::success();
+    }
+
+private:
+    http_conn conn_;
+    const bench_config& cfg_;
+    std::string graph_;
+    std::uint64_t rng_;
+    std::string target_;
+};
+
+class direct_get_worker final : public worker {
+public:
+    direct_get_worker(shard_pools& p, const bench_config& cfg, std::string graph, std::uint32_t index)
+        : pools_(p), leases_(p), cfg_(cfg), graph_(std::move(graph)), rng_(cfg.seed * 7919 + index) {}
+    asio::awaitable<core::result<void>> async_setup() override { co_return co_await leases_.async_acquire_all(); }
+    asio::awaitable<core::result<void>> async_op(std::uint64_t) override {
+        // The same statement cairn's GET route sends (shards::async_get_edge, text protocol).
+        const auto s = static_cast<std::int64_t>(splitmix(rng_) % cfg_.preload + 1);
+        const auto d = s + static_cast<std::int64_t>(get_destination_offset);
+        auto c = co_await leases_.async_conn(pools_.map.shard_of_id(s));
+        if (!c) co_return c.error();
+        auto r = co_await shards::async_get_edge(*c.value(), graph_, s, d);
+        if (!r) co_return r.error();
+        if (!r.value()) co_return core::errc::not_found;
+        co_return core::success();
+    }
+
+private:
+    shard_pools& pools_;
+    shard_leases leases_;
+    const bench_config& cfg_;
+    std::string graph_;
+    std::uint64_t rng_;
+};
+
+run_report run_get(const bench_config& cfg) {
+    if (cfg.target == "cairn-ws") return not_measurable(cfg, "cairn has no WebSocket API yet (issue 4)");
+    if (cfg.shards.empty()) return failed(base_report(cfg), "get needs --shards (to preload the edges it reads)");
+    if (cfg.preload == 0) return failed(base_report(cfg), "get needs --preload > 0");
+    const std::string graph = cfg.graph.empty() ? "bench_get" : cfg.graph;
+    {
+        // Preload straight into the shards (idempotent: the same rows and ts every time).
+        asio::io_context ioc;
+        shard_pools p(ioc.get_executor(), cfg, 2);
+        core::result<void> s = core::errc::timeout;
+        asio::co_spawn(
+            ioc,
+            [&]() -> asio::awaitable<void> {
+                auto schema = co_await async_ensure_schema(p);
+                if (!schema) {
+                    s = schema;
+                    co_return;
+                }
+                s = co_await async_upsert_edges(
+                    p, graph, cfg.preload, drain_batch_edges, [](std::uint64_t i) { return i + 1; },
+                    [](std::uint64_t i) { return i + 1 + get_destination_offset; }, direct_ts(1, 0));
+            },
+            core::log_task_end{"bench-preload"});
+        ioc.run();
+        if (!s) return failed(base_report(cfg), "preloading the edges failed: " + s.error().message());
+    }
+    if (cfg.target == "cairn-http") {
+        auto r = run_load_scenario(cfg, false, [&cfg, &graph](asio::any_io_executor ex, shard_pools*, std::uint32_t i) {
+            return std::make_unique<http_get_worker>(std::move(ex), cfg, graph, i);
+        });
+        if (r.status == run_status::ok) r.note = "GET /v1/graphs/{graph}/edges/{source}/{destination}";
+        r.extra["preloaded_edges"] = static_cast<double>(cfg.preload);
+        return r;
+    }
+    auto r = run_load_scenario(cfg, false, [&cfg, &graph](asio::any_io_executor, shard_pools* p, std::uint32_t i) {
+        return std::make_unique<direct_get_worker>(*p, cfg, graph, i);
+    });
+    if (r.status == run_status::ok) r.note = "point SELECT by primary key, text protocol (the statement cairn sends; no prepared statements yet)";
+    r.extra["preloaded_edges"] = static_cast<double>(cfg.preload);
+    return r;
+}
+
+// ---- drain and restart -----------------------------------------------------------------------------
+
+std::string work_dir_of(const bench_config& cfg) {
+    if (!cfg.work_dir.empty()) {
+        std::filesystem::create_directories(cfg.work_dir);
+        return cfg.work_dir;
+    }
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = fmt::format("{}/cairn-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    std::vector<char> buf(pattern.begin(), pattern.end());
+    buf.push_back('\0');
+    if (!::mkdtemp(buf.data())) return "/tmp";
+    return buf.data();
+}
+
+// Journals `backlog` edges (i+1 -> i+1+backlog, in graph) through cairnd's HTTP API in batches,
+// on `connections` keep-alive connections.
+core::result<void> write_backlog(std::uint16_t port, const std::string& graph, std::uint64_t backlog,
+                                 std::uint32_t connections) {
+    asio::io_context ioc;
+    std::atomic<std::uint64_t> next{0};
+    std::mutex mu;
+    core::error_code first_error;
+    const std::string target = fmt::format("/v1/graphs/{}/edges", graph);
+    std::vector<std::unique_ptr<http_conn>> conns;
+    for (std::uint32_t c = 0; c < connections; ++c) {
+        conns.push_back(std::make_unique<http_conn>(ioc.get_executor(), "127.0.0.1", port, 60s));
+        asio::co_spawn(
+            ioc,
+            [&, conn = conns.back().get()]() -> asio::awaitable<void> {
+                std::string body;
+                for (;;) {
+                    const std::uint64_t start = next.fetch_add(drain_batch_edges);
+                    if (start >= backlog) co_return;
+                    const std::uint64_t stop = std::min<std::uint64_t>(backlog, start + drain_batch_edges);
+                    body = R"({"edges":[)";
+                    for (std::uint64_t i = start; i < stop; ++i) {
+                        fmt::format_to(std::back_inserter(body), R"({}{{"source_id":{},"destination_id":{}}})",
+                                       i == start ? "" : ",", i + 1, i + 1 + backlog);
+                    }
+                    body += "]}";
+                    auto r = co_await conn->async_request(http::verb::post, target, body);
+                    core::error_code ec;
+                    if (!r) ec = r.error();
+                    else if (r.value().status != 202) ec = error_of_status(r.value().status);
+                    if (ec) {
+                        std::lock_guard lock(mu);
+                        if (!first_error) first_error = ec;
+                        co_return;
+                    }
+                }
+            },
+            core::log_task_end{"bench-backlog"});
+    }
+    ioc.run();
+    if (first_error) return first_error;
+    return core::success();
+}
+
+struct backlog_cairnd {
+    std::unique_ptr<cairnd_child> child;
+    std::string error;
+};
+
+// A cairnd with a fresh journal in dir holding `backlog` unapplied edges of graph, stopped.
+backlog_cairnd prepare_backlog(const bench_config& cfg, const std::string& dir, const std::string& name,
+                               const std::string& graph) {
+    backlog_cairnd out;
+    cairnd_spec spec;
+    spec.binary = cfg.cairnd_binary;
+    spec.config = cfg.cairnd_config;
+    spec.journal_dir = dir + "/" + name + "-journal";
+    spec.log_path = dir + "/" + name + "-cairnd.log";
+    spec.port = pick_free_port();
+    std::error_code fs_ec;
+    std::filesystem::remove_all(spec.journal_dir, fs_ec);
+    out.child = std::make_unique<cairnd_child>(spec);
+    if (auto s = out.child->spawn(true); !s) {
+        out.error = "cannot start cairnd: " + s.error().message();
+        return out;
+    }
+    if (auto ready = out.child->wait_ready(60s); !ready) {
+        out.error = fmt::format("cairnd did not become ready ({}); see {}", ready.error().message(), spec.log_path);
+        return out;
+    }
+    if (auto w = write_backlog(spec.port, graph, cfg.backlog, std::max<std::uint32_t>(1, std::min<std::uint32_t>(cfg.load.concurrency, 4)));
+        !w) {
+        out.error = "writing the backlog failed: " + w.error().message();
+        return out;
+    }
+    if (const int code = out.child->stop(); code != 0) out.error = fmt::format("cairnd exited with {} after the backlog", code);
+    return out;
+}
+
+run_report run_drain(const bench_config& cfg) {
+    run_report r = base_report(cfg);
+    r.mode = "once";
+    r.unit = "rows";
+    r.concurrency = static_cast<std::uint32_t>(cfg.shards.empty() ? 0 : cfg.shards.size());
+    r.extra["backlog_edges"] = static_cast<double>(cfg.backlog);
+    const std::string nonce = run_nonce();
+    if (cfg.target == "cairn-ws") return not_measurable(cfg, "drain does not depend on the client API; use cairn-http");
+    if (cfg.target == "cairn-http") {
+        if (cfg.cairnd_binary.empty() || cfg.cairnd_config.empty()) return failed(r, "drain needs --cairnd and --cairnd-config");
+        const std::string dir = work_dir_of(cfg);
+        const std::string graph = cfg.graph.empty() ? "drain_c" + nonce : cfg.graph;
+        auto b = prepare_backlog(cfg, dir, "drain", graph);
+        if (!b.error.empty()) return failed(r, b.error);
+        // Restart with apply on: the workers drain the backlog; /readyz?verbose shows the lag.
+        if (auto s = b.child->spawn(false); !s) return failed(r, "cannot restart cairnd: " + s.error().message());
+        const auto t0 = clock_type::now();
+        auto ready = b.child->wait_ready(60s);
+        if (!ready) return failed(r, "cairnd did not become ready after the restart: " + ready.error().message());
+        r.extra["ready_ms"] = std::chrono::duration<double, std::milli>(ready.value()).count();
+        const auto deadline = clock_type::now() + 30min;
+        for (;;) {
+            auto v = http_get_sync("127.0.0.1", b.child->spec().port, "/readyz?verbose");
+            if (v) {
+                auto lag = parse_total_lag(v.value().body);
+                if (lag && *lag == 0) break;
+            }
+            if (!b.child->running()) return failed(r, "cairnd exited while draining; see " + b.child->spec().log_path);
+            if (clock_type::now() > deadline) return failed(r, "the backlog did not drain within 30 minutes");
+            std::this_thread::sleep_for(20ms);
+        }
+        const auto took = std::chrono::duration<double>(clock_type::now() - t0).count();
+        b.child->stop();
+        std::error_code fs_ec;
+        std::filesystem::remove_all(b.child->spec().journal_dir, fs_ec);
+        r.ops = 2 * cfg.backlog;
+        r.duration_s = took;
+        r.concurrency = 0;
+        finish_throughput(r);
+        r.note = "rows/s from the restart with apply on until every shard's lag is 0 (2 rows per edge, with counts)";
+        return r;
+    }
+    if (cfg.shards.empty()) return failed(r, "--target direct needs --shards");
+    asio::io_context ioc;
+    shard_pools p(ioc.get_executor(), cfg, 2);
+    core::result<void> s = core::errc::timeout;
+    double took = 0;
+    const std::string graph = cfg.graph.empty() ? "drain_d" + nonce : cfg.graph;
+    const std::uint64_t backlog = cfg.backlog;
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            auto schema = co_await async_ensure_schema(p);
+            if (!schema) {
+                s = schema;
+                co_return;
+            }
+            const auto t0 = clock_type::now();
+            s = co_await async_upsert_edges(
+                p, graph, backlog, drain_batch_edges, [](std::uint64_t i) { return i + 1; },
+                [backlog](std::uint64_t i) { return i + 1 + backlog; }, direct_ts(wall_ms(), 0));
+            took = std::chrono::duration<double>(clock_type::now() - t0).count();
+        },
+        core::log_task_end{"bench-drain-direct"});
+    ioc.run();
+    if (!s) return failed(r, "direct upserts failed: " + s.error().message());
+    r.ops = 2 * cfg.backlog;
+    r.duration_s = took;
+    finish_throughput(r);
+    r.note = fmt::format("multi-row upserts with the last-writer-wins guard, {} edges' rows per statement, "
+                         "one connection per shard (no counts)", drain_batch_edges);
+    return r;
+}
+
+run_report run_restart(const bench_config& cfg) {
+    run_report r = base_report(cfg);
+    r.mode = "once";
+    r.unit = "restarts";
+    r.concurrency = 0;
+    r.extra["backlog_edges"] = static_cast<double>(cfg.backlog);
+    if (cfg.target == "direct") {
+        return not_measurable(cfg, "no direct baseline: MariaDB has no journal to recover (target: ready within 2 s)");
+    }
+    if (cfg.target == "cairn-ws") return not_measurable(cfg, "restart does not depend on the client API; use cairn-http");
+    if (cfg.cairnd_binary.empty() || cfg.cairnd_config.empty()) return failed(r, "restart needs --cairnd and --cairnd-config");
+    const std::string dir = work_dir_of(cfg);
+    auto b = prepare_backlog(cfg, dir, "restart", cfg.graph.empty() ? "restart_" + run_nonce() : cfg.graph);
+    if (!b.error.empty()) return failed(r, b.error);
+    double total_s = 0;
+    for (std::uint32_t i = 0; i < std::max<std::uint32_t>(1, cfg.restarts); ++i) {
+        // Paused, so that every restart finds the whole backlog unapplied.
+        if (auto s = b.child->spawn(true); !s) return failed(r, "cannot restart cairnd: " + s.error().message());
+        auto ready = b.child->wait_ready(60s, 2ms);
+        if (!ready) return failed(r, "cairnd did not become ready: " + ready.error().message());
+        r.latency_ns.record(static_cast<std::uint64_t>(ready.value().count()));
+        total_s += std::chrono::duration<double>(ready.value()).count();
+        ++r.ops;
+        if (const int code = b.child->stop(); code != 0) return failed(r, fmt::format("cairnd exited with {}", code));
+    }
+    std::error_code fs_ec;
+    std::filesystem::remove_all(b.child->spec().journal_dir, fs_ec);
+    r.duration_s = total_s;
+    finish_throughput(r);
+    r.note = "time from spawning cairnd to GET /readyz 200 with the backlog unapplied (latency = time to ready)";
+    return r;
+}
+
+}  // namespace
+
+core::result<std::vector<shard_address>> parse_shards(const std::string& list, std::string& bad_entry) {
+    std::vector<shard_address> out;
+    std::size_t pos = 0;
+    while (pos <= list.size() && !list.empty()) {
+        const auto comma = list.find(',', pos);
+        const std::string item = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+        const auto colon = item.rfind(':');
+        std::uint16_t port = 0;
+        const char* first = item.data() + (colon == std::string::npos ? 0 : colon + 1);
+        const char* last = item.data() + item.size();
+        auto [ptr, ec] = std::from_chars(first, last, port);
+        if (colon == std::string::npos || colon == 0 || ec != std::errc() || ptr != last || port == 0) {
+            bad_entry = item;
+            return core::errc::bad_request;
+        }
+        out.push_back({item.substr(0, colon), port});
+        if (comma == std::string::npos) break;
+        pos = comma + 1;
+    }
+    return out;
+}
+
+const std::vector<std::string>& targets() {
+    static const std::vector<std::string> t{"cairn-http", "cairn-ws", "direct"};
+    return t;
+}
+
+const std::vector<scenario_def>& scenarios() {
+    static const std::vector<scenario_def> s{
+        {"write", "1. burst acknowledged writes (run cairnd with --apply-paused) vs direct single-row autocommit upserts",
+         run_write},
+        {"sustained", "2. sustained writes with apply keeping up vs direct autocommit",
+         [](const bench_config& cfg) {
+             return not_measurable(cfg, "needs a rate search with lag sampling; not built yet (issue 3 follow-up)");
+         }},
+        {"drain", "3. apply drain of a journaled backlog (rows/s) vs direct batched multi-row upserts", run_drain},
+        {"get", "4. point read of one edge vs direct SELECT by primary key", run_get},
+        {"page", "5. page of 100 edges by cursor vs the same range query direct",
+         [](const bench_config& cfg) { return not_measurable(cfg, "cairn has no page route yet (issue 4)"); }},
+        {"count", "6. count of a node with 1,000,000 edges vs direct COUNT(*)",
+         [](const bench_config& cfg) { return not_measurable(cfg, "cairn has no count route yet (issue 4)"); }},
+        {"restart", "8. time from start to ready with N unapplied ops (no baseline)", run_restart},
+    };
+    return s;
+}
+
+run_report run_scenario(const bench_config& cfg) {
+    if (std::find(targets().begin(), targets().end(), cfg.target) == targets().end()) {
+        return failed(base_report(cfg), "unknown target " + cfg.target);
+    }
+    for (const auto& s : scenarios()) {
+        if (s.name == cfg.scenario) return s.run(cfg);
+    }
+    return failed(base_report(cfg), "unknown scenario " + cfg.scenario);
+}
+
+}  // namespace cairn::bench

@@ -1,0 +1,191 @@
+#include "apps/bench/summary.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace cairn::bench {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// Scenario order and target of issue 3, by scenario name.
+const std::vector<std::pair<std::string, std::string>>& scenario_targets() {
+    static const std::vector<std::pair<std::string, std::string>> t{
+        {"write", "≥ 5x at 16 and 64 clients"},
+        {"sustained", "≥ 2x"},
+        {"drain", "≥ 0.8"},
+        {"get", "≥ 0.6 over HTTP, ≥ 1.0 over WebSocket"},
+        {"page", "≥ 0.8"},
+        {"count", "p99 ≤ 1 ms"},
+        {"restart", "ready ≤ 2 s"},
+    };
+    return t;
+}
+
+double num(const json& j, const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0; }
+std::string str(const json& j, const char* key) { return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : ""; }
+double lat_ms(const json& j, const char* key) { return j.contains("latency") ? num(j["latency"], key) / 1000.0 : 0.0; }
+
+std::string fmt_rate(double v) {
+    if (v >= 100) return fmt::format("{:.0f}", v);
+    return fmt::format("{:.1f}", v);
+}
+std::string fmt_ms(double v) {
+    if (v >= 100) return fmt::format("{:.0f}", v);
+    if (v >= 10) return fmt::format("{:.1f}", v);
+    return fmt::format("{:.2f}", v);
+}
+std::string lat_cell(const json& j) {
+    if (!j.contains("latency") || num(j["latency"], "count") == 0) return "—";
+    return fmt::format("{} / {} / {} / {}", fmt_ms(lat_ms(j, "p50_us")), fmt_ms(lat_ms(j, "p99_us")),
+                       fmt_ms(lat_ms(j, "p999_us")), fmt_ms(lat_ms(j, "max_us")));
+}
+
+bool is_ok(const json& j) { return str(j, "status") == "ok"; }
+
+struct line_key {
+    std::string scenario;
+    std::string mode;
+    double concurrency = 0;
+    double rate = 0;
+    friend auto operator<=>(const line_key&, const line_key&) = default;
+};
+
+}  // namespace
+
+std::string summary_table(const std::vector<std::string>& report_jsons) {
+    std::vector<json> reports;
+    for (const auto& s : report_jsons) {
+        auto j = json::parse(s, nullptr, false);
+        if (!j.is_discarded() && j.is_object()) reports.push_back(std::move(j));
+    }
+    std::string out =
+        "| scenario | clients | cairn | direct | ratio cairn/direct | cairn p50 / p99 / p99.9 / max (ms) | direct p50 / p99 / p99.9 / max (ms) | target |\n"
+        "|---|---|---|---|---|---|---|---|\n";
+    for (const auto& [scenario, target] : scenario_targets()) {
+        // Lines: one per (mode, concurrency, rate); cairn over HTTP (and WebSocket when it exists) beside direct.
+        std::map<line_key, std::map<std::string, const json*>> lines;
+        std::vector<const json*> unmeasurable;
+        for (const auto& j : reports) {
+            if (str(j, "scenario") != scenario) continue;
+            if (str(j, "status") == "not_measurable") {
+                unmeasurable.push_back(&j);
+                continue;
+            }
+            const line_key k{scenario, str(j, "mode"), str(j, "mode") == "once" ? 0 : num(j, "concurrency"), num(j, "rate_target")};
+            lines[k][str(j, "target")] = &j;
+        }
+        for (const auto& [k, by_target] : lines) {
+            const json* direct = by_target.contains("direct") ? by_target.at("direct") : nullptr;
+            for (const auto& [tgt, j] : by_target) {
+                if (tgt == "direct" && by_target.size() > 1) continue;
+                const bool is_direct = tgt == "direct";
+                const std::string unit = str(*j, "unit");
+                std::string clients = k.mode == "once" ? "—" : fmt::format("{:.0f}", k.concurrency);
+                if (k.mode == "open") clients += fmt::format(" @ {:.0f}/s", k.rate);
+                std::string cairn_cell = "—", direct_cell = "—", ratio = "—";
+                auto cell = [&](const json& r) {
+                    if (!is_ok(r)) return fmt::format("failed: {}", str(r, "note"));
+                    if (unit == "restarts") return std::string("—");
+                    return fmt::format("{} {}/s", fmt_rate(num(r, "throughput")), unit);
+                };
+                if (!is_direct) cairn_cell = fmt::format("{} ({})", cell(*j), tgt);
+                if (direct) direct_cell = cell(*direct);
+                if (!is_direct && direct && is_ok(*j) && is_ok(*direct) && num(*direct, "throughput") > 0) {
+                    ratio = fmt::format("**{:.2f}**", num(*j, "throughput") / num(*direct, "throughput"));
+                }
+                if (!is_direct && unit == "restarts") {
+                    cairn_cell = fmt::format("ready in {} ms (p50 of {}; {:.0f} unapplied edges)",
+                                             fmt_ms(lat_ms(*j, "p50_us")), static_cast<int>(num(*j, "ops")),
+                                             j->contains("extra") ? num((*j)["extra"], "backlog_edges") : 0.0);
+                }
+                out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", scenario, clients, cairn_cell, direct_cell,
+                                   ratio, is_direct ? "—" : lat_cell(*j), direct ? lat_cell(*direct) : "—", target);
+            }
+        }
+        if (lines.empty()) {
+            std::string why = "no run";
+            for (const json* j : unmeasurable) {
+                why = fmt::format("{} ({})", str(*j, "note"), str(*j, "target"));
+                if (str(*j, "target") != "direct") break;
+            }
+            if (!unmeasurable.empty()) {
+                out += fmt::format("| {} | — | not yet measurable: {} | — | — | — | — | {} |\n", scenario, why, target);
+            }
+        } else {
+            for (const json* j : unmeasurable) {
+                if (str(*j, "target") == "direct" && scenario == "restart") continue;  // no baseline by design
+                out += fmt::format("| {} | — | not yet measurable ({}): {} | — | — | — | — | {} |\n", scenario,
+                                   str(*j, "target"), str(*j, "note"), target);
+            }
+        }
+    }
+    return out;
+}
+
+summary_files write_summary(const std::string& raw_dir, const std::string& out_dir, const std::string& label) {
+    namespace fs = std::filesystem;
+    summary_files out;
+    std::vector<std::string> raws;
+    std::vector<fs::path> paths;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(raw_dir, ec)) {
+        if (e.path().extension() == ".json") paths.push_back(e.path());
+    }
+    if (ec) {
+        out.error = fmt::format("cannot list {}: {}", raw_dir, ec.message());
+        return out;
+    }
+    std::sort(paths.begin(), paths.end());
+    std::map<std::string, json> by_scenario;
+    for (const auto& p : paths) {
+        std::ifstream in(p);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        auto j = json::parse(ss.str(), nullptr, false);
+        if (j.is_discarded() || !j.is_object()) {
+            out.error = fmt::format("{} is not a JSON report", p.string());
+            return out;
+        }
+        raws.push_back(ss.str());
+        auto& s = by_scenario[str(j, "scenario")];
+        s["scenario"] = str(j, "scenario");
+        s["runs"].push_back(std::move(j));
+    }
+    fs::create_directories(out_dir, ec);
+    auto write = [&](const std::string& name, const std::string& text) {
+        const std::string path = out_dir + "/" + name;
+        std::ofstream f(path);
+        f << text;
+        if (!f && out.error.empty()) out.error = "cannot write " + path;
+        out.written.push_back(path);
+    };
+    for (auto& [scenario, doc] : by_scenario) {
+        write(fmt::format("{}-{}.json", label, scenario), doc.dump(2) + "\n");
+        // gnuplot data for closed-loop lines with both targets.
+        std::map<double, std::pair<const json*, const json*>> points;
+        for (const auto& r : doc["runs"]) {
+            if (!is_ok(r) || str(r, "mode") != "closed") continue;
+            auto& pt = points[num(r, "concurrency")];
+            (str(r, "target") == "direct" ? pt.second : pt.first) = &r;
+        }
+        if (points.empty()) continue;
+        std::string dat = "# concurrency cairn_throughput direct_throughput cairn_p99_ms direct_p99_ms\n";
+        for (const auto& [c, pt] : points) {
+            dat += fmt::format("{:.0f} {:.1f} {:.1f} {:.3f} {:.3f}\n", c, pt.first ? num(*pt.first, "throughput") : 0.0,
+                               pt.second ? num(*pt.second, "throughput") : 0.0, pt.first ? lat_ms(*pt.first, "p99_us") : 0.0,
+                               pt.second ? lat_ms(*pt.second, "p99_us") : 0.0);
+        }
+        write(fmt::format("{}-{}.dat", label, scenario), dat);
+    }
+    write(fmt::format("{}-table.md", label), summary_table(raws));
+    return out;
+}
+
+}  // namespace cairn::bench
