@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
     std::string summarize_dir;
     std::string summary_out;
     std::string summary_label = "results";
-    app.add_option("-s,--scenario", cfg.scenario, "write, get, drain, restart (sustained, page, count: not yet)")
+    app.add_option("-s,--scenario", cfg.scenario, "write, get, page, count, drain, restart (sustained: not yet)")
         ->check(CLI::IsMember([] {
             std::vector<std::string> names;
             for (const auto& s : scenarios()) names.push_back(s.name);
@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
     app.add_option("--key-space", cfg.key_space, "write: node ids are drawn from 1..N")->check(CLI::Range(1ull, 1ull << 62))->capture_default_str();
     app.add_option("--batch", cfg.batch, "write: edges per request (cairn) / statement (direct)")->check(CLI::Range(1u, 1000u))->capture_default_str();
     app.add_option("--preload", cfg.preload, "get: edges written to the shards before reading")->capture_default_str();
+    app.add_option("--node-edges", cfg.node_edges, "page: edges per node (default 1000); count: the node's edges (default 1000000)");
     app.add_option("--backlog", cfg.backlog, "drain, restart: edges journaled with apply paused")->check(CLI::Range(1ull, 100000000ull))->capture_default_str();
     app.add_option("--restarts", cfg.restarts, "restart: measured restarts")->check(CLI::Range(1u, 100u))->capture_default_str();
     app.add_option("--cairnd", cfg.cairnd_binary, "drain, restart: the cairnd binary to start")->check(CLI::ExistingFile);

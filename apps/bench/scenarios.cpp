@@ -4,6 +4,7 @@
 #include "apps/bench/edge_sql.hpp"
 #include "apps/bench/http_conn.hpp"
 #include "core/log_task_end.hpp"
+#include "core/page_cursor.hpp"
 #include "core/shard_map.hpp"
 #include "shards/edge_store.hpp"
 #include "shards/pool.hpp"
@@ -33,6 +34,9 @@ using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
 constexpr std::uint64_t get_destination_offset = 1'000'000'000'000;  // get: destination = source + this
+constexpr std::uint64_t page_destination_offset = 2'000'000'000'000;
+constexpr std::uint64_t count_destination_offset = 3'000'000'000'000;
+constexpr std::size_t page_limit = 100;
 constexpr std::size_t drain_batch_edges = 1000;                       // = cairn's apply.batch_ops_max default
 
 std::uint64_t splitmix(std::uint64_t& state) noexcept {
@@ -416,6 +420,213 @@ run_report run_get(const bench_config& cfg) {
     return r;
 }
 
+// ---- page and count ------------------------------------------------------------------------------
+
+// Runs one preload (schema, then fill) on a private io_context; an error message or "".
+template <class Fill>
+std::string preload_with(const bench_config& cfg, Fill fill) {
+    asio::io_context ioc;
+    shard_pools p(ioc.get_executor(), cfg, 2);
+    core::result<void> s = core::errc::timeout;
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            auto schema = co_await async_ensure_schema(p);
+            if (!schema) {
+                s = schema;
+                co_return;
+            }
+            s = co_await fill(p);
+        },
+        core::log_task_end{"bench-preload"});
+    ioc.run();
+    return s ? std::string{} : s.error().message();
+}
+
+std::uint64_t page_node_edges(const bench_config& cfg) { return cfg.node_edges ? cfg.node_edges : 1000; }
+std::uint64_t page_nodes(const bench_config& cfg) {
+    return std::max<std::uint64_t>(1, cfg.preload / page_node_edges(cfg));
+}
+
+class http_page_worker final : public worker {
+public:
+    http_page_worker(asio::any_io_executor ex, const bench_config& cfg, std::string graph, std::uint32_t index)
+        : conn_(ex, cfg.host, cfg.port), cfg_(cfg), graph_(std::move(graph)), rng_(cfg.seed * 104729 + index) {}
+    asio::awaitable<core::result<void>> async_setup() override { co_return co_await conn_.async_connect(); }
+    asio::awaitable<core::result<void>> async_op(std::uint64_t) override {
+        // Walk a node's list page by page with the cursors cairn hands out; at the end, another node.
+        if (cursor_.empty()) node_ = splitmix(rng_) % page_nodes(cfg_) + 1;
+        target_.clear();
+        fmt::format_to(std::back_inserter(target_), "/v1/graphs/{}/nodes/{}/edges?limit={}", graph_, node_, page_limit);
+        if (!cursor_.empty()) target_ += "&cursor=" + cursor_;
+        auto r = co_await conn_.async_request(http::verb::get, target_);
+        cursor_.clear();
+        if (!r) co_return r.error();
+        if (r.value().status != 200) co_return error_of_status(r.value().status);
+        const std::string_view body = r.value().body;
+        constexpr std::string_view key = R"("next_cursor":")";
+        if (auto at = body.find(key); at != std::string_view::npos) {
+            const auto start = at + key.size();
+            const auto end = body.find('"', start);
+            if (end != std::string_view::npos) cursor_ = std::string(body.substr(start, end - start));
+        }
+        co_return core::success();
+    }
+
+private:
+    http_conn conn_;
+    const bench_config& cfg_;
+    std::string graph_;
+    std::uint64_t rng_;
+    std::uint64_t node_ = 1;
+    std::string cursor_;
+    std::string target_;
+};
+
+class direct_page_worker final : public worker {
+public:
+    direct_page_worker(shard_pools& p, const bench_config& cfg, std::string graph, std::uint32_t index)
+        : pools_(p), leases_(p), cfg_(cfg), graph_(std::move(graph)), rng_(cfg.seed * 104729 + index) {}
+    asio::awaitable<core::result<void>> async_setup() override { co_return co_await leases_.async_acquire_all(); }
+    asio::awaitable<core::result<void>> async_op(std::uint64_t) override {
+        // The same range read cairn sends (shards::page_edges_sql), cursor kept by the client.
+        if (!cursor_) node_ = static_cast<std::int64_t>(splitmix(rng_) % page_nodes(cfg_) + 1);
+        shards::edge_page_request req;
+        req.graph = graph_;
+        req.node_id = node_;
+        req.limit = page_limit;
+        req.cursor = cursor_;
+        cursor_.reset();
+        auto c = co_await leases_.async_conn(pools_.map.shard_of_id(node_));
+        if (!c) co_return c.error();
+        auto r = co_await shards::async_page_edges(*c.value(), std::move(req));
+        if (!r) co_return r.error();
+        cursor_ = r.value().next;
+        co_return core::success();
+    }
+
+private:
+    shard_pools& pools_;
+    shard_leases leases_;
+    const bench_config& cfg_;
+    std::string graph_;
+    std::uint64_t rng_;
+    std::int64_t node_ = 1;
+    std::optional<core::page_cursor> cursor_;
+};
+
+run_report run_page(const bench_config& cfg) {
+    if (cfg.target == "cairn-ws") return not_measurable(cfg, "cairn has no WebSocket API yet (issue 4)");
+    if (cfg.shards.empty()) return failed(base_report(cfg), "page needs --shards (to preload the edges it reads)");
+    const std::string graph = cfg.graph.empty() ? "bench_page" : cfg.graph;
+    const std::uint64_t per_node = page_node_edges(cfg);
+    const std::uint64_t n = page_nodes(cfg) * per_node;
+    const auto err = preload_with(cfg, [&](shard_pools& p) {
+        return async_upsert_edges(
+            p, graph, n, drain_batch_edges, [per_node](std::uint64_t i) { return i / per_node + 1; },
+            [](std::uint64_t i) { return i + page_destination_offset; }, direct_ts(1, 0));
+    });
+    if (!err.empty()) return failed(base_report(cfg), "preloading the edges failed: " + err);
+    run_report r;
+    if (cfg.target == "cairn-http") {
+        r = run_load_scenario(cfg, false, [&cfg, &graph](asio::any_io_executor ex, shard_pools*, std::uint32_t i) {
+            return std::make_unique<http_page_worker>(std::move(ex), cfg, graph, i);
+        });
+        if (r.status == run_status::ok) r.note = "GET /v1/graphs/{graph}/nodes/{id}/edges?limit=100, following next_cursor";
+    } else {
+        r = run_load_scenario(cfg, false, [&cfg, &graph](asio::any_io_executor, shard_pools* p, std::uint32_t i) {
+            return std::make_unique<direct_page_worker>(*p, cfg, graph, i);
+        });
+        if (r.status == run_status::ok) r.note = "the same by_position range read (text protocol), cursor kept by the client";
+    }
+    r.extra["nodes"] = static_cast<double>(page_nodes(cfg));
+    r.extra["edges_per_node"] = static_cast<double>(per_node);
+    return r;
+}
+
+class http_count_worker final : public worker {
+public:
+    http_count_worker(asio::any_io_executor ex, const bench_config& cfg, std::string graph)
+        : conn_(ex, cfg.host, cfg.port), target_(fmt::format("/v1/graphs/{}/nodes/1/count", graph)) {}
+    asio::awaitable<core::result<void>> async_setup() override { co_return co_await conn_.async_connect(); }
+    asio::awaitable<core::result<void>> async_op(std::uint64_t) override {
+        auto r = co_await conn_.async_request(http::verb::get, target_);
+        if (!r) co_return r.error();
+        if (r.value().status != 200) co_return error_of_status(r.value().status);
+        co_return core::success();
+    }
+
+private:
+    http_conn conn_;
+    std::string target_;
+};
+
+class direct_count_worker final : public worker {
+public:
+    direct_count_worker(shard_pools& p, const std::string& graph)
+        : pools_(p), leases_(p),
+          sql_(fmt::format("SELECT COUNT(*) FROM edges WHERE graph = '{}' AND node_id = 1 AND direction = 0 AND state = 0",
+                           graph)) {}
+    asio::awaitable<core::result<void>> async_setup() override { co_return co_await leases_.async_acquire_all(); }
+    asio::awaitable<core::result<void>> async_op(std::uint64_t) override {
+        auto c = co_await leases_.async_conn(pools_.map.shard_of_id(1));
+        if (!c) co_return c.error();
+        auto r = co_await c.value()->async_query(sql_);
+        if (!r) co_return r.error();
+        co_return core::success();
+    }
+
+private:
+    shard_pools& pools_;
+    shard_leases leases_;
+    std::string sql_;
+};
+
+run_report run_count(const bench_config& cfg) {
+    if (cfg.target == "cairn-ws") return not_measurable(cfg, "cairn has no WebSocket API yet (issue 4)");
+    if (cfg.shards.empty()) return failed(base_report(cfg), "count needs --shards (to preload the node it counts)");
+    const std::uint64_t n = cfg.node_edges ? cfg.node_edges : 1'000'000;
+    const std::string graph = cfg.graph.empty() ? fmt::format("bench_count_{}", n) : cfg.graph;
+    // Node 1 gets n forward edges and the count row cairn's apply would keep; the count row is
+    // written last, so its presence means an earlier run finished the preload.
+    const auto err = preload_with(cfg, [&](shard_pools& p) -> asio::awaitable<core::result<void>> {
+        auto l = co_await p.pools[p.map.shard_of_id(1)]->async_acquire();
+        if (!l) co_return l.error();
+        const std::string check = fmt::format(
+            "SELECT count FROM edge_counts WHERE graph = '{}' AND node_id = 1 AND direction = 0 AND state = 0", graph);
+        auto have = co_await l.value()->async_query(check);
+        if (!have) co_return have.error();
+        if (have.value().size() == 1 && have.value().uint64_at(0, 0) == n) co_return core::success();
+        l.value().reset();
+        auto filled = co_await async_upsert_edges(
+            p, graph, n, drain_batch_edges, [](std::uint64_t) { return std::uint64_t{1}; },
+            [](std::uint64_t i) { return i + count_destination_offset; }, direct_ts(1, 0));
+        if (!filled) co_return filled;
+        auto l2 = co_await p.pools[p.map.shard_of_id(1)]->async_acquire();
+        if (!l2) co_return l2.error();
+        const std::string sql = fmt::format(
+            "INSERT INTO edge_counts (graph, node_id, direction, state, count) VALUES ('{}', 1, 0, 0, {}) "
+            "ON DUPLICATE KEY UPDATE count = VALUES(count)",
+            graph, n);
+        co_return co_await l2.value()->async_execute(sql);
+    });
+    if (!err.empty()) return failed(base_report(cfg), "preloading the node failed: " + err);
+    run_report r;
+    if (cfg.target == "cairn-http") {
+        r = run_load_scenario(cfg, false, [&cfg, &graph](asio::any_io_executor ex, shard_pools*, std::uint32_t) {
+            return std::make_unique<http_count_worker>(std::move(ex), cfg, graph);
+        });
+        if (r.status == run_status::ok) r.note = "GET /v1/graphs/{graph}/nodes/1/count (the stored count row)";
+    } else {
+        r = run_load_scenario(cfg, false, [&graph](asio::any_io_executor, shard_pools* p, std::uint32_t) {
+            return std::make_unique<direct_count_worker>(*p, graph);
+        });
+        if (r.status == run_status::ok) r.note = "SELECT COUNT(*) over the node's rows (covering index range)";
+    }
+    r.extra["node_edges"] = static_cast<double>(n);
+    return r;
+}
+
 // ---- drain and restart -----------------------------------------------------------------------------
 
 std::string work_dir_of(const bench_config& cfg) {
@@ -656,10 +867,8 @@ const std::vector<scenario_def>& scenarios() {
          }},
         {"drain", "3. apply drain of a journaled backlog (rows/s) vs direct batched multi-row upserts", run_drain},
         {"get", "4. point read of one edge vs direct SELECT by primary key", run_get},
-        {"page", "5. page of 100 edges by cursor vs the same range query direct",
-         [](const bench_config& cfg) { return not_measurable(cfg, "cairn has no page route yet (issue 4)"); }},
-        {"count", "6. count of a node with 1,000,000 edges vs direct COUNT(*)",
-         [](const bench_config& cfg) { return not_measurable(cfg, "cairn has no count route yet (issue 4)"); }},
+        {"page", "5. page of 100 edges by cursor vs the same range query direct", run_page},
+        {"count", "6. count of a node with 1,000,000 edges vs direct COUNT(*)", run_count},
         {"restart", "8. time from start to ready with N unapplied ops (no baseline)", run_restart},
     };
     return s;
