@@ -184,3 +184,59 @@ TEST(write_path_fault, a_shard_down_for_ten_seconds_keeps_writes_flowing_and_the
 
 }  // namespace
 }  // namespace cairn::test
+
+namespace cairn::test {
+namespace {
+
+TEST(write_path_fault, a_full_journal_refuses_writes_with_503_and_keeps_every_acknowledged_one) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    const std::string db = "cairn_fault_full";
+    fresh_database(db);
+    cairnd_options o;
+    o.database = db;
+    o.journal_toml = "size_bytes_max = 1048576";  // the smallest map cairnd accepts
+    o.apply_toml = "paused = true";               // nothing is applied, so nothing can be retired
+    auto first = std::make_unique<cairnd_process>(o);
+    ASSERT_TRUE(first->start()) << first->log_tail();
+    o.journal_dir = first->journal_dir();
+
+    edge_set acked;
+    std::optional<simple_reply> refused;
+    http_connection conn(first->port());
+    for (int batch = 0; batch < 1000 && !refused; ++batch) {
+        std::string body = R"({"edges": [)";
+        for (int i = 0; i < 100; ++i) {
+            body += fmt::format(R"({}{{"source_id": {}, "destination_id": {}}})", i ? "," : "", batch, i);
+        }
+        body += "]}";
+        auto r = conn.post("/v1/graphs/follows/edges", body);
+        ASSERT_TRUE(r);
+        if (r->status == 202) {
+            for (int i = 0; i < 100; ++i) acked.emplace("follows", batch, i, 0);
+        } else {
+            refused = r;
+        }
+    }
+    ASSERT_TRUE(refused) << "a 1 MiB journal never filled up";
+    EXPECT_EQ(refused->status, 503);
+    EXPECT_NE(refused->body.find("journal-full"), std::string::npos) << refused->body;
+    EXPECT_GT(acked.size(), 1000u);
+    // Full is not failed: the gateway keeps serving and stays alive.
+    auto live = http_get(first->port(), "/livez");
+    ASSERT_TRUE(live);
+    EXPECT_EQ(live->status, 200);
+    EXPECT_EQ(first->terminate(), 0) << first->log_tail();
+
+    // Restarted with applying on, everything acknowledged reaches the shards.
+    o.apply_toml = "paused = false";
+    cairnd_process second(o);
+    ASSERT_TRUE(second.start()) << second.log_tail();
+    ASSERT_TRUE(wait_applied(second.port(), 120s)) << second.log_tail();
+    const auto missing = lost(acked, forward_edges(db));
+    std::cout << "acknowledged=" << acked.size() << " lost=" << missing << "\n";
+    EXPECT_EQ(missing, 0u);
+    EXPECT_EQ(second.terminate(), 0);
+}
+
+}  // namespace
+}  // namespace cairn::test

@@ -54,11 +54,11 @@ cairnd_process::cairnd_process(cairnd_options opts) : opts_(std::move(opts)) {
     std::ofstream cfg(config_path_);
     cfg << "node_id = 1\nlog_level = \"info\"\n";
     cfg << fmt::format("[listen]\naddress = \"127.0.0.1\"\nport = {}\nthreads = 2\n", port_);
-    cfg << fmt::format("[journal]\npath = \"{}\"\n", opts_.journal_dir);
+    cfg << fmt::format("[journal]\npath = \"{}\"\n{}\n", opts_.journal_dir, opts_.journal_toml);
     cfg << fmt::format(
         "[apply]\nretry_attempts_max = {}\nretry_backoff_initial_ms = 50\nretry_backoff_max_ms = 400\n"
-        "outage_backoff_max_ms = 500\nconnect_timeout_ms = 1000\nquery_timeout_ms = 5000\n",
-        opts_.retry_attempts_max);
+        "outage_backoff_max_ms = 500\nconnect_timeout_ms = 1000\nquery_timeout_ms = 5000\n{}\n",
+        opts_.retry_attempts_max, opts_.apply_toml);
     for (const auto& s : opts_.shards) {
         cfg << fmt::format("[[shards]]\nhost = \"{}\"\nport = {}\nuser = \"cairn\"\npassword = \"cairn\"\ndatabase = \"{}\"\n",
                            s.host, s.port, opts_.database);

@@ -22,7 +22,9 @@ struct cairnd_options {
     std::vector<shard_endpoint> shards;  // default: test_shards()
     std::string database = "cairn";
     std::string journal_dir;             // default: a new temp dir
-    std::string extra_toml;              // appended to the generated config (e.g. an [apply] table)
+    std::string journal_toml;            // extra lines for the [journal] table
+    std::string apply_toml;              // extra lines for the [apply] table
+    std::string extra_toml;              // appended to the generated config (e.g. a [limits] table)
     std::uint32_t retry_attempts_max = 3;
 };
 
