@@ -1,5 +1,0 @@
-if(EXISTS "/work/main/build/dev/tests/core_unit_tests[1]_tests.cmake")
-  include("/work/main/build/dev/tests/core_unit_tests[1]_tests.cmake")
-else()
-  add_test(core_unit_tests_NOT_BUILT core_unit_tests_NOT_BUILT)
-endif()
