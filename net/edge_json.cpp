@@ -29,6 +29,23 @@ std::optional<std::int64_t> id_of(const simdjson::dom::element& v) {
     return std::nullopt;
 }
 
+// Parses untrusted JSON with this thread's parser. The parser's buffers only ever grow, so a
+// request does not allocate them again, and the body is copied once into the parser's padded
+// buffer (simdjson needs padding after the input) instead of into a new padded_string.
+std::optional<input_error> parse_json(std::string_view body, simdjson::dom::element& root) {
+    thread_local simdjson::dom::parser parser;
+    if (parser.capacity() < body.size() || parser.max_depth() != json_depth_max) {
+        const std::size_t capacity = std::max<std::size_t>({body.size(), parser.capacity(), 64 * 1024});
+        if (parser.allocate(capacity, json_depth_max) != simdjson::SUCCESS) {
+            return input_error{"body", "cannot be parsed (too large)"};
+        }
+    }
+    if (auto err = parser.parse(body.data(), body.size(), true).get(root); err) {
+        return input_error{"body", fmt::format("is not valid JSON: {}", simdjson::error_message(err))};
+    }
+    return std::nullopt;
+}
+
 std::variant<core::op, input_error> parse_one(std::string_view graph, const simdjson::dom::element& el,
                                               const std::string& prefix, core::hlc& clock, std::uint64_t now_ms,
                                               const edge_write_options& opts) {
@@ -105,15 +122,8 @@ std::optional<std::int64_t> parse_id(std::string_view text) noexcept {
 
 std::variant<std::vector<std::pair<std::int64_t, std::int64_t>>, input_error> parse_edge_keys(std::string_view body,
                                                                                             std::size_t batch_ops_max) {
-    thread_local simdjson::dom::parser parser;
-    simdjson::padded_string padded(body);
     simdjson::dom::element root;
-    if (auto err = parser.allocate(std::max<std::size_t>(padded.size(), 64), json_depth_max); err) {
-        return input_error{"body", "cannot be parsed (too large)"};
-    }
-    if (auto err = parser.parse(padded).get(root); err) {
-        return input_error{"body", fmt::format("is not valid JSON: {}", simdjson::error_message(err))};
-    }
+    if (auto err = parse_json(body, root)) return std::move(*err);
     simdjson::dom::element edges;
     if (!root.is_object() || root.get_object().value_unsafe().at_key("edges").get(edges) != simdjson::SUCCESS ||
         root.get_object().value_unsafe().size() != 1) {
@@ -158,15 +168,8 @@ std::variant<std::vector<core::op>, input_error> parse_edge_writes(std::string_v
     if (!core::valid_graph_name(graph)) {
         return input_error{"graph", "must be 1 to 32 characters of A-Z, a-z, 0-9 and _"};
     }
-    thread_local simdjson::dom::parser parser;
-    simdjson::padded_string padded(body);
     simdjson::dom::element root;
-    if (auto err = parser.allocate(std::max<std::size_t>(padded.size(), 64), json_depth_max); err) {
-        return input_error{"body", "cannot be parsed (too large)"};
-    }
-    if (auto err = parser.parse(padded).get(root); err) {
-        return input_error{"body", fmt::format("is not valid JSON: {}", simdjson::error_message(err))};
-    }
+    if (auto err = parse_json(body, root)) return std::move(*err);
     std::vector<core::op> ops;
     if (root.is_object()) {
         simdjson::dom::element edges;
