@@ -37,6 +37,18 @@ response text(const route_context& ctx, std::string body) {
     return json_response(http::status::ok, nlohmann::json(std::move(body)).dump(), ctx.req);
 }
 
+// How many /wait/{ms} handlers have begun, so that a test knows a request is in flight.
+std::atomic<int> waits_started{0};
+
+// Returns once a /wait handler beyond `before` has begun (or fails after 5 s).
+void await_wait_started(int before) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (waits_started.load() <= before && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    ASSERT_GT(waits_started.load(), before) << "the /wait handler never started";
+}
+
 // Routes most tests share.
 void add_common_routes(router& r) {
     r.add(http::verb::get, "/hello", core::role::read,
@@ -51,6 +63,7 @@ void add_common_routes(router& r) {
         co_return text(ctx, std::to_string(n));
     });
     r.add(http::verb::get, "/wait/{ms}", core::role::read, [](route_context& ctx) -> asio::awaitable<response> {
+        ++waits_started;
         co_await test::async_pause(std::chrono::milliseconds(std::stoi(std::string(*ctx.params.get("ms")))));
         co_return text(ctx, "waited");
     });
@@ -80,8 +93,10 @@ void expect_problem(const test::http_reply& r, unsigned status, std::string_view
 
 class http_server_test : public ::testing::Test {
 protected:
-    void start(core::limits lim = test::small_limits(), std::vector<core::token_config> tokens = {}) {
+    void start(core::limits lim = test::small_limits(), std::vector<core::token_config> tokens = {},
+               std::chrono::milliseconds stop_timeout = 500ms) {
         srv_ = std::make_unique<test_server>(lim, std::move(tokens));
+        srv_->opts.stop_timeout = stop_timeout;
         add_common_routes(srv_->routes);
         srv_->start();
     }
@@ -497,19 +512,19 @@ TEST_F(http_server_test, websocket_upgrade_goes_to_the_hook_with_the_callers_rol
 }
 
 TEST_F(http_server_test, stop_closes_idle_connections_and_finishes_in_flight_requests) {
-    start();
+    start(test::small_limits(), {}, 3s);  // Long enough for the in-flight request.
     http_client idle(port());
     ASSERT_TRUE(idle.send(http::verb::get, "/hello"));
 
     http_client busy(port());
-    ASSERT_TRUE(busy.write_raw("GET /wait/300 HTTP/1.1\r\nHost: x\r\n\r\n"));
-    // Wait until the slow request is in its handler (two connections, one of them busy).
-    std::this_thread::sleep_for(100ms);
+    const int before = waits_started.load();
+    ASSERT_TRUE(busy.write_raw("GET /wait/600 HTTP/1.1\r\nHost: x\r\n\r\n"));
+    await_wait_started(before);  // The slow request is in its handler.
     srv_->server->stop();
 
     auto closed = idle.wait_closed(2s);
     ASSERT_TRUE(closed);
-    EXPECT_LT(closed.value().count(), 250);  // At once, not after the 300 ms of the busy one.
+    EXPECT_LT(closed.value().count(), 450);  // At once, not when the busy one ends (~600 ms).
 
     auto r = busy.read_reply();
     ASSERT_TRUE(r) << r.error().message();
@@ -526,8 +541,9 @@ TEST_F(http_server_test, stop_closes_idle_connections_and_finishes_in_flight_req
 TEST_F(http_server_test, stop_closes_stuck_connections_after_stop_timeout) {
     start();  // stop_timeout = 500 ms
     http_client busy(port());
+    const int before = waits_started.load();
     ASSERT_TRUE(busy.write_raw("GET /wait/1500 HTTP/1.1\r\nHost: x\r\n\r\n"));
-    std::this_thread::sleep_for(50ms);
+    await_wait_started(before);
     const auto stop_time = std::chrono::steady_clock::now();
     srv_->server->stop();
     EXPECT_TRUE(busy.wait_closed(3s));
