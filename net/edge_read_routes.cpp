@@ -9,7 +9,7 @@
 #include "net/edge_json.hpp"
 #include "net/gateway.hpp"
 #include "net/routes.hpp"
-#include "net/task.hpp"
+#include "core/log_task_end.hpp"
 #include "shards/edge_store.hpp"
 #include "shards/pool.hpp"
 
@@ -226,7 +226,7 @@ asio::awaitable<response> async_post_multi_get(gateway& gw, route_context& ctx) 
     // pool's wait, a connect and one query are each bounded by these limits.
     st->done.expires_after(gw.lim.query_timeout + gw.lim.connect_timeout + std::chrono::seconds(10));
     for (auto& [s, g] : groups) {
-        asio::co_spawn(ex, async_multi_get_shard(gw, st, graph, s, std::move(g)), log_task_end("multi_get"));
+        asio::co_spawn(ex, async_multi_get_shard(gw, st, graph, s, std::move(g)), core::log_task_end("multi_get"));
     }
     if (st->remaining > 0) {
         core::error_code ec;

@@ -2,7 +2,7 @@
 
 #include "core/assert.hpp"
 #include "net/detail/http_session.hpp"
-#include "net/task.hpp"
+#include "core/log_task_end.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ip/address.hpp>
@@ -51,7 +51,7 @@ void http_server::set_upgrade_handler(upgrade_handler h) { state_->upgrade = std
 void http_server::start() {
     CAIRN_ASSERT(state_->acceptor.is_open());  // start() follows a successful listen().
     asio::co_spawn(state_->acceptor_strand, detail::server_state::async_accept_loop(state_),
-                   log_task_end("http_accept"));
+                   core::log_task_end("http_accept"));
 }
 
 void http_server::stop() { state_->stop(); }

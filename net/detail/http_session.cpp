@@ -1,6 +1,6 @@
 #include "net/detail/http_session.hpp"
 
-#include "net/task.hpp"
+#include "core/log_task_end.hpp"
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -141,13 +141,13 @@ asio::awaitable<void> server_state::async_accept_loop(std::shared_ptr<server_sta
         switch (self->admit(session)) {
             case admission::admitted: {
                 auto ex = session->get_executor();
-                asio::co_spawn(ex, http_session::async_run(std::move(session)), log_task_end("http_session"));
+                asio::co_spawn(ex, http_session::async_run(std::move(session)), core::log_task_end("http_session"));
                 break;
             }
             case admission::full: {
                 tcp::socket s = session->stream_.release_socket();
                 auto ex = s.get_executor();
-                asio::co_spawn(ex, async_reject(self, std::move(s)), log_task_end("http_reject"));
+                asio::co_spawn(ex, async_reject(self, std::move(s)), core::log_task_end("http_reject"));
                 break;
             }
             case admission::stopping:
