@@ -3,6 +3,7 @@
 // server test skips, unless CI=true, where it fails.
 #include <utility>  // Boost 1.74's awaitable.hpp forgets it.
 
+#include "tests/unit/shards/shard_test_env.hpp"
 #include "shards/mariadb_conn.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -31,84 +32,6 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
-// ------------------------------------------------------------------------ test environment
-
-bool in_ci() {
-    const char* ci = std::getenv("CI");
-    return ci != nullptr && std::string_view(ci) == "true";
-}
-
-std::vector<conn_params> test_shards() {
-    std::vector<conn_params> out;
-    const char* env = std::getenv("CAIRN_TEST_SHARDS");
-    if (env == nullptr) {
-        return out;
-    }
-    std::string_view rest(env);
-    while (!rest.empty()) {
-        const auto comma = rest.find(',');
-        std::string_view item = rest.substr(0, comma);
-        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-        const auto colon = item.rfind(':');
-        if (item.empty() || colon == std::string_view::npos) {
-            continue;
-        }
-        conn_params p;
-        p.host = std::string(item.substr(0, colon));
-        p.port = static_cast<std::uint16_t>(std::stoul(std::string(item.substr(colon + 1))));
-        p.user = "cairn";
-        p.password = "cairn";
-        p.database = "cairn";
-        out.push_back(p);
-    }
-    return out;
-}
-
-// Declares `shard` (conn_params of the first test shard), or skips (fails under CI=true).
-#define CAIRN_REQUIRE_SHARD(shard)                                                       \
-    const auto shards_ = test_shards();                                                  \
-    if (shards_.empty()) {                                                               \
-        if (in_ci()) {                                                                   \
-            FAIL() << "CAIRN_TEST_SHARDS is not set and CI=true: start scripts/shards";  \
-        }                                                                                \
-        GTEST_SKIP() << "CAIRN_TEST_SHARDS is not set (host:port,...): no MariaDB to test against"; \
-    }                                                                                    \
-    const conn_params shard = shards_.front()
-
-// For coroutine bodies, where ASSERT_* cannot return.
-#define CO_REQUIRE(cond)                                 \
-    if (!(cond)) {                                       \
-        ADD_FAILURE() << "requirement failed: " #cond;   \
-        co_return;                                       \
-    }
-
-// Runs `task` to completion on an io_context with `threads` threads. An exception escaping the
-// task is a test failure, reported with its message.
-void run(asio::awaitable<void> task, int threads = 1) {
-    asio::io_context io;
-    std::exception_ptr failure;
-    bool done = false;
-    asio::co_spawn(io, std::move(task), [&](std::exception_ptr e) {
-        failure = e;
-        done = true;
-    });
-    std::vector<std::thread> extra;
-    for (int i = 1; i < threads; ++i) {
-        extra.emplace_back([&io] { io.run(); });
-    }
-    io.run();
-    for (auto& t : extra) {
-        t.join();
-    }
-    EXPECT_TRUE(done);
-    if (failure) {
-        try {
-            std::rethrow_exception(failure);
-        } catch (const std::exception& e) {
-            ADD_FAILURE() << "the test coroutine threw: " << e.what();
-        }
-    }
-}
 
 std::string unique_table(std::string_view stem) {
     return std::string(stem) + "_" + std::to_string(::getpid());
