@@ -155,6 +155,7 @@ int main(int argc, char** argv) {
     net::router router;
     net::add_edge_routes(router, gw);
     net::add_health_routes(router, gw);
+    net::add_set_routes(router, gw);
     net::auth auth(cfg.tokens);
     net::server_options so;
     so.address = cfg.listen_address;

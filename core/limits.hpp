@@ -17,6 +17,7 @@ struct limits {
     std::chrono::milliseconds timeout_idle{300'000};
 
     // Reads
+    std::size_t set_scan_rows_max = 100'000;          // rows one page of a set operation may read
     std::size_t page_limit_max = 1000;                 // edges in one page (?limit=)
     std::chrono::milliseconds applied_wait_max{30'000};  // longest ?after= / ?wait=applied wait (?timeout_ms=)
 

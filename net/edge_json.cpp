@@ -199,6 +199,73 @@ std::variant<std::vector<core::op>, input_error> parse_edge_writes(std::string_v
     return ops;
 }
 
+std::variant<set_request, input_error> parse_set_request(std::string_view body) {
+    simdjson::dom::element root;
+    if (auto err = parse_json(body, root)) return std::move(*err);
+    if (!root.is_object()) return input_error{"body", "must be a JSON object with op and queries"};
+    set_request out;
+    bool have_queries = false;
+    const simdjson::dom::object fields = root.get_object().value_unsafe();
+    for (auto [key, value] : fields) {
+        if (key == "op") {
+            if (!value.is_string()) return input_error{"op", "must be \"intersect\", \"union\" or \"difference\""};
+            out.op = std::string(value.get_string().value_unsafe());
+        } else if (key == "limit") {
+            if (!value.is_uint64() || value.get_uint64().value_unsafe() == 0) {
+                return input_error{"limit", "must be a positive integer"};
+            }
+            out.limit = static_cast<std::size_t>(std::min<std::uint64_t>(value.get_uint64().value_unsafe(), SIZE_MAX));
+        } else if (key == "cursor") {
+            if (value.is_null()) continue;
+            if (!value.is_string()) return input_error{"cursor", "must be a next_cursor returned by this route"};
+            out.cursor = std::string(value.get_string().value_unsafe());
+        } else if (key == "queries") {
+            if (!value.is_array()) return input_error{"queries", "must be an array of single-node queries"};
+            const auto arr = value.get_array().value_unsafe();
+            if (arr.size() == 0 || arr.size() > set_queries_max) {
+                return input_error{"queries", fmt::format("must hold 1 to {} queries", set_queries_max)};
+            }
+            have_queries = true;
+            std::size_t i = 0;
+            for (auto el : arr) {
+                const std::string prefix = fmt::format("queries[{}]", i++);
+                if (!el.is_object()) return input_error{prefix, "must be an object with node_id, direction and state"};
+                set_query q;
+                bool have_node = false;
+                const simdjson::dom::object qfields = el.get_object().value_unsafe();
+                for (auto [qk, qv] : qfields) {
+                    if (qk == "node_id") {
+                        auto id = id_of(qv);
+                        if (!id) return input_error{field_name(prefix, qk), "must be an integer between 0 and 9223372036854775807"};
+                        q.node_id = *id;
+                        have_node = true;
+                    } else if (qk == "direction") {
+                        const std::string_view d = qv.is_string() ? qv.get_string().value_unsafe() : "";
+                        if (d != "forward" && d != "backward") {
+                            return input_error{field_name(prefix, qk), "must be \"forward\" or \"backward\""};
+                        }
+                        q.forward = d == "forward";
+                    } else if (qk == "state") {
+                        std::optional<core::edge_state> st;
+                        if (qv.is_string()) st = core::edge_state_from_name(qv.get_string().value_unsafe());
+                        if (!st) return input_error{field_name(prefix, qk), "must be one of \"normal\", \"removed\", \"archived\", \"negative\""};
+                        q.state = *st;
+                    } else {
+                        return input_error{field_name(prefix, qk), "is not a known field of a set query"};
+                    }
+                }
+                if (!have_node) return input_error{field_name(prefix, "node_id"), "is required"};
+                out.queries.push_back(q);
+            }
+        } else {
+            return input_error{std::string(key), "is not a known field of a set request"};
+        }
+    }
+    if (out.op.empty()) return input_error{"op", "is required"};
+    if (!have_queries) return input_error{"queries", "is required"};
+    return out;
+}
+
 std::string render_edge(std::string_view graph, std::int64_t source_id, std::int64_t destination_id,
                         const core::edge_row& row) {
     return fmt::format(

@@ -42,6 +42,25 @@ std::variant<std::vector<core::op>, input_error> parse_edge_writes(std::string_v
 std::variant<std::vector<std::pair<std::int64_t, std::int64_t>>, input_error> parse_edge_keys(std::string_view body,
                                                                                             std::size_t batch_ops_max);
 
+// One single-node query of a set operation.
+struct set_query {
+    std::int64_t node_id = 0;
+    bool forward = true;
+    core::edge_state state = core::edge_state::normal;
+};
+struct set_request {
+    std::string op;  // "intersect", "union" or "difference" (checked by the caller)
+    std::vector<set_query> queries;
+    std::optional<std::size_t> limit;
+    std::optional<std::string> cursor;
+};
+inline constexpr std::size_t set_queries_max = 8;
+
+// Parses the body of POST /v1/graphs/{graph}/sets:
+// {"op": .., "queries": [{"node_id": .., "direction": "forward"|"backward", "state": ..}, ...],
+//  "limit": .., "cursor": ..}; 1 to set_queries_max queries (at least 2 for difference).
+std::variant<set_request, input_error> parse_set_request(std::string_view body);
+
 // Parses a non-negative 64-bit id from a path segment.
 std::optional<std::int64_t> parse_id(std::string_view text) noexcept;
 

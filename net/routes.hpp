@@ -12,5 +12,7 @@ void add_edge_routes(router& r, gateway& gw);
 // Pages, counts and multi-get (net/edge_read_routes.cpp).
 void add_edge_read_routes(router& r, gateway& gw);
 void add_health_routes(router& r, gateway& gw);
+// POST /v1/graphs/{graph}/sets: intersection, union, difference of single-node queries.
+void add_set_routes(router& r, gateway& gw);
 
 }  // namespace cairn::net

@@ -271,6 +271,22 @@ asio::awaitable<core::result<edge_page>> async_page_edges(mariadb_conn& conn, ed
     co_return page;
 }
 
+asio::awaitable<core::result<std::vector<std::int64_t>>> async_scan_other_ids(
+    mariadb_conn& conn, std::string graph, std::int64_t node_id, edge_direction direction, core::edge_state state,
+    std::optional<std::int64_t> after, std::size_t limit) {
+    std::string sql = "SELECT other_id FROM edges FORCE INDEX (PRIMARY) WHERE graph = ";
+    append_graph(sql, graph);
+    fmt::format_to(std::back_inserter(sql), " AND node_id = {} AND direction = {}", node_id, static_cast<int>(direction));
+    if (after) fmt::format_to(std::back_inserter(sql), " AND other_id > {}", *after);
+    fmt::format_to(std::back_inserter(sql), " AND state = {} ORDER BY other_id LIMIT {}", static_cast<int>(state), limit);
+    auto r = co_await conn.async_query(sql);
+    if (!r) co_return r.error();
+    std::vector<std::int64_t> out;
+    out.reserve(r.value().size());
+    for (std::size_t i = 0; i < r.value().size(); ++i) out.push_back(r.value().int64_at(i, 0));
+    co_return out;
+}
+
 asio::awaitable<core::result<std::int64_t>> async_count_edges(mariadb_conn& conn, std::string graph,
                                                               std::int64_t node_id, edge_direction direction,
                                                               core::edge_state state) {

@@ -109,6 +109,12 @@ boost::asio::awaitable<core::result<std::int64_t>> async_count_edges(mariadb_con
 boost::asio::awaitable<core::result<std::vector<std::optional<core::edge_row>>>> async_multi_get(
     mariadb_conn& conn, std::string graph, std::span<const std::pair<std::int64_t, std::int64_t>> keys);
 
+// Up to `limit` other_ids of the node's edges in `state`, ascending, greater than `after`
+// (nullopt: from the start): one range read of the primary key. Set operations merge these.
+boost::asio::awaitable<core::result<std::vector<std::int64_t>>> async_scan_other_ids(
+    mariadb_conn& conn, std::string graph, std::int64_t node_id, edge_direction direction, core::edge_state state,
+    std::optional<std::int64_t> after, std::size_t limit);
+
 // Test and tooling helpers: every edge row and every non-zero count on the connection's shard.
 boost::asio::awaitable<core::result<std::vector<stored_edge>>> async_dump_edges(mariadb_conn& conn);
 boost::asio::awaitable<core::result<std::vector<std::pair<edge_count_key, std::int64_t>>>> async_dump_edge_counts(
