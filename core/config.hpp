@@ -21,7 +21,9 @@ struct shard_config {
     std::string database = "cairn";
 };
 
-enum class role : std::uint8_t { read = 1, write = 2, admin = 3 };  // each includes the ones below
+// Each includes the ones below. none: a caller without a token, who may use only public routes
+// (the health probes) when tokens are configured.
+enum class role : std::uint8_t { none = 0, read = 1, write = 2, admin = 3 };
 
 struct token_config {
     std::string token;

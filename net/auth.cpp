@@ -52,7 +52,7 @@ auth::auth(std::vector<core::token_config> tokens) : tokens_(std::move(tokens)) 
 core::result<core::role> auth::authenticate(const request& req) const {
     if (tokens_.empty()) return core::role::admin;
     const auto it = req.find(http::field::authorization);
-    if (it == req.end()) return core::errc::unauthorized;
+    if (it == req.end()) return core::role::none;  // public routes only; others answer 401
     const std::string_view token = bearer_token(to_string_view(it->value()));
     if (token.empty()) return core::errc::unauthorized;
 

@@ -1,5 +1,7 @@
 #include "net/router.hpp"
 
+#include "net/auth.hpp"
+
 #include "core/assert.hpp"
 
 #include <boost/beast/http/field.hpp>
@@ -223,6 +225,9 @@ boost::asio::awaitable<response> router::async_route(const request& req, core::r
                                req.keep_alive());
         res.set(http::field::allow, allow);
         co_return res;
+    }
+    if (caller_role == core::role::none && found->required != core::role::none) {
+        co_return auth::unauthorized(req);  // no token at all: ask for one
     }
     if (static_cast<int>(caller_role) < static_cast<int>(found->required)) {
         co_return problem(http::status::forbidden, "forbidden", "Forbidden",

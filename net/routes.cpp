@@ -216,10 +216,10 @@ void add_edge_routes(router& r, gateway& gw) {
 }
 
 void add_health_routes(router& r, gateway& gw) {
-    r.add(http::verb::get, "/livez", core::role::read, [](route_context& ctx) -> asio::awaitable<response> {
+    r.add(http::verb::get, "/livez", core::role::none, [](route_context& ctx) -> asio::awaitable<response> {
         co_return json_response(http::status::ok, R"({"alive":true})", ctx.req);
     });
-    r.add(http::verb::get, "/readyz", core::role::read, [&gw](route_context& ctx) -> asio::awaitable<response> {
+    r.add(http::verb::get, "/readyz", core::role::none, [&gw](route_context& ctx) -> asio::awaitable<response> {
         bool ready = false;
         auto body = render_ready(gw, ctx.query_param("verbose").has_value(), ready);
         co_return json_response(ready ? http::status::ok : http::status::service_unavailable, std::move(body), ctx.req);
