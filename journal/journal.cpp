@@ -873,6 +873,74 @@ core::result<std::vector<dead_letter>> journal::list_dead(std::size_t max) const
     return out;
 }
 
+core::result<std::vector<dead_letter>> journal::list_dead_from(std::uint32_t from_shard, std::uint64_t from_seq,
+                                                                std::size_t max) const {
+    std::vector<dead_letter> out;
+    if (max == 0) return out;
+    auto t = detail::txn::begin_read(impl_->env);
+    if (!t) return t.error();
+    detail::cursor c;
+    if (int rc = c.open(t.value(), impl_->db.dead); rc != 0) return detail::lmdb_error(rc);
+    std::string_view k;
+    std::string_view v;
+    const auto start = detail::dead_key(from_shard, from_seq);
+    for (int rc = c.seek(view(start), k, v); out.size() < max; rc = c.get(k, v, MDB_NEXT)) {
+        if (rc == MDB_NOTFOUND) break;
+        if (rc != 0) return detail::lmdb_error(rc);
+        if (k.size() != detail::dead_key_bytes) return core::errc::journal_corrupt;
+        auto d = detail::decode_dead(std::span(v.data(), v.size()));
+        if (!d) return d.error();
+        if (d.value().task.shard != detail::get_be(k.data(), 4) || d.value().task.seq != detail::get_be(k.data() + 4, 8)) {
+            return core::errc::journal_corrupt;
+        }
+        out.push_back(std::move(d.value()));
+    }
+    return out;
+}
+
+core::result<dead_letter> journal::get_dead(std::uint32_t shard, std::uint64_t seq) const {
+    auto t = detail::txn::begin_read(impl_->env);
+    if (!t) return t.error();
+    std::string_view v;
+    const int rc = t.value().get(impl_->db.dead, view(detail::dead_key(shard, seq)), v);
+    if (rc == MDB_NOTFOUND) return core::errc::not_found;
+    if (rc != 0) return detail::lmdb_error(rc);
+    auto d = detail::decode_dead(std::span(v.data(), v.size()));
+    if (!d) return d.error();
+    if (d.value().task.shard != shard || d.value().task.seq != seq) return core::errc::journal_corrupt;
+    return std::move(d.value());
+}
+
+core::result<std::vector<error_task>> journal::list_errors(std::optional<std::uint32_t> shard,
+                                                           std::optional<std::uint64_t> seq, std::size_t max) const {
+    std::vector<error_task> out;
+    if (max == 0) return out;
+    auto t = detail::txn::begin_read(impl_->env);
+    if (!t) return t.error();
+    detail::cursor c;
+    if (int rc = c.open(t.value(), impl_->db.errors); rc != 0) return detail::lmdb_error(rc);
+    std::string_view k;
+    std::string_view v;
+    const auto start = detail::errors_key(shard.value_or(0), 0, 0);
+    for (int rc = c.seek(view(start), k, v); out.size() < max; rc = c.get(k, v, MDB_NEXT)) {
+        if (rc == MDB_NOTFOUND) break;
+        if (rc != 0) return detail::lmdb_error(rc);
+        if (k.size() != detail::errors_key_bytes) return core::errc::journal_corrupt;
+        const auto key_shard = static_cast<std::uint32_t>(detail::get_be(k.data(), 4));
+        if (shard && key_shard != *shard) break;
+        const std::uint64_t key_seq = detail::get_be(k.data() + 12, 8);
+        if (seq && key_seq != *seq) continue;
+        auto task = detail::decode_task(std::span(v.data(), v.size()));
+        if (!task) return task.error();
+        if (task.value().shard != key_shard || task.value().due_ms != detail::get_be(k.data() + 4, 8) ||
+            task.value().seq != key_seq) {
+            return core::errc::journal_corrupt;
+        }
+        out.push_back(std::move(task.value()));
+    }
+    return out;
+}
+
 stats journal::get_stats() const {
     const impl& p = *impl_;
     stats s;

@@ -148,6 +148,18 @@ public:
                                                                    std::size_t max) const;
     // Dead letters in (shard, seq) order, at most max.
     [[nodiscard]] core::result<std::vector<dead_letter>> list_dead(std::size_t max) const;
+    // Dead letters whose key (shard, seq) is >= (from_shard, from_seq), in key order, at most max:
+    // pages through the dead letters (the next page starts after the last key returned).
+    [[nodiscard]] core::result<std::vector<dead_letter>> list_dead_from(std::uint32_t from_shard,
+                                                                        std::uint64_t from_seq,
+                                                                        std::size_t max) const;
+    // The dead letter of seq on shard; errc::not_found.
+    [[nodiscard]] core::result<dead_letter> get_dead(std::uint32_t shard, std::uint64_t seq) const;
+    // Error tasks in (shard, due_ms, seq) order, due or not, at most max; only shard's when it is
+    // given, only those of seq when it is given (that filter scans the queue; it is for tracing).
+    [[nodiscard]] core::result<std::vector<error_task>> list_errors(std::optional<std::uint32_t> shard,
+                                                                    std::optional<std::uint64_t> seq,
+                                                                    std::size_t max) const;
 
     stats get_stats() const;
     bool healthy() const noexcept;  // false once a sticky failure happened
