@@ -8,6 +8,7 @@
 #include "core/metrics.hpp"
 #include "core/shard_map.hpp"
 #include "journal/journal.hpp"
+#include "net/admin_routes.hpp"
 #include "net/auth.hpp"
 #include "net/gateway.hpp"
 #include "net/http_server.hpp"
@@ -156,6 +157,7 @@ int main(int argc, char** argv) {
     net::add_edge_routes(router, gw);
     net::add_health_routes(router, gw);
     net::add_set_routes(router, gw);
+    net::add_admin_routes(router, gw);
     net::auth auth(cfg.tokens);
     net::server_options so;
     so.address = cfg.listen_address;

@@ -1,0 +1,842 @@
+#include <utility>  // Boost 1.74's awaitable.hpp forgets it.
+
+#include "net/admin_routes.hpp"
+
+#include "core/codec.hpp"
+#include "core/edge_rules.hpp"
+#include "journal/journal.hpp"
+#include "net/detail/applied_wait.hpp"
+#include "net/detail/json_escape.hpp"
+#include "net/edge_json.hpp"
+#include "net/gateway.hpp"
+#include "net/problem.hpp"
+#include "net/router.hpp"
+#include "shards/apply_worker.hpp"
+#include "shards/edge_store.hpp"
+#include "shards/journal_await.hpp"
+
+#include <nlohmann/json.hpp>
+#include <simdjson.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+
+namespace cairn::net {
+namespace {
+
+namespace asio = boost::asio;
+using json = nlohmann::json;
+
+constexpr std::size_t json_depth_max = 8;
+constexpr std::size_t dead_page_limit_default = 100;
+constexpr std::size_t dead_page_limit_max = 1000;
+constexpr std::size_t dead_scan_max = 10000;       // dead letters one list request reads at most
+constexpr std::size_t errors_limit_max = 10000;    // error tasks one request lists or reschedules at most
+constexpr std::size_t set_page = 500;              // dead letters per journal commit of a set action
+constexpr std::uint64_t shard_max = std::numeric_limits<std::uint32_t>::max();
+
+constexpr std::string_view dead_list_params[] = {"shard", "model", "error", "older_than_s", "newer_than_s",
+                                                 "limit", "cursor"};
+constexpr std::string_view dead_drop_params[] = {"shard", "model", "error", "older_than_s", "newer_than_s", "all"};
+constexpr std::string_view errors_params[] = {"shard", "limit"};
+constexpr std::string_view no_params[] = {""};
+constexpr std::string_view reinject_fields[] = {"shard", "seq", "all", "reset_attempts", "model", "error",
+                                                "older_than_s", "newer_than_s"};
+constexpr std::string_view retry_now_fields[] = {"shard", "seq", "all"};
+constexpr std::string_view pause_fields[] = {"shard", "all"};
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+response answer(const request& req, const json& j, http::status status = http::status::ok) {
+    return json_response(status, dump(j), req);
+}
+
+response not_found(const request& req, std::string_view detail) {
+    return problem(http::status::not_found, "not-found", "Not found", detail, std::nullopt, req.version(),
+                   req.keep_alive());
+}
+
+response unprocessable(const request& req, std::string_view detail, std::string_view field) {
+    return problem(http::status::unprocessable_entity, "invalid-op", "Invalid op", detail, field, req.version(),
+                   req.keep_alive());
+}
+
+// A failed journal read or commit. The admin writes go through the same writer as client writes.
+response journal_problem(const request& req, const core::error_code& ec) {
+    if (ec == core::errc::journal_corrupt) {
+        return problem(http::status::internal_server_error, "journal-corrupt", "Journal record corrupt",
+                       "a journal record does not decode; see the gateway's log", std::nullopt, req.version(),
+                       req.keep_alive());
+    }
+    auto res = problem(http::status::service_unavailable, "journal-unavailable", "Journal unavailable",
+                       fmt::format("the journal did not take the change: {}", ec.message()), std::nullopt,
+                       req.version(), req.keep_alive());
+    res.set(http::field::retry_after, "1");
+    return res;
+}
+
+// The op as the JSON an operator reads and edits: the fields of a client write, with graph and
+// model, and ts in Unix milliseconds (a PUT .../op body takes exactly this shape back).
+json op_json(const core::op& o) {
+    const auto& e = std::get<core::edge_op>(o.body);
+    return json{{"model", "edge"},
+                {"graph", e.graph},
+                {"source_id", e.source_id},
+                {"destination_id", e.destination_id},
+                {"state", std::string(core::edge_state_name(e.state))},
+                {"position", e.position},
+                {"keep_position", !e.sets_position},
+                {"ts", core::hlc_ms(o.ts)}};
+}
+
+std::optional<core::op> decode(const std::string& bytes) {
+    auto d = core::decode_op(std::span(bytes.data(), bytes.size()));
+    if (!d) return std::nullopt;
+    return std::move(d.value());
+}
+
+std::uint64_t age_s(std::uint64_t now_ms, std::uint64_t then_ms) { return now_ms > then_ms ? (now_ms - then_ms) / 1000 : 0; }
+
+json task_summary(const journal::error_task& t, std::uint64_t now_ms) {
+    json j{{"shard", t.shard},
+           {"seq", t.seq},
+           {"attempts", t.attempts},
+           {"first_failed_ms", t.first_failed_ms},
+           {"last_error", t.errors.empty() ? std::string() : t.errors.back()}};
+    if (auto o = decode(t.op_bytes)) {
+        j["op_id"] = std::to_string(o->op_id);
+        j["op"] = op_json(*o);
+    } else {
+        j["op"] = nullptr;
+    }
+    (void)now_ms;
+    return j;
+}
+
+json dead_summary(const journal::dead_letter& d, std::uint64_t now_ms) {
+    json j = task_summary(d.task, now_ms);
+    j["died_ms"] = d.died_ms;
+    j["age_s"] = age_s(now_ms, d.died_ms);
+    return j;
+}
+
+json dead_detail(const journal::dead_letter& d, std::uint64_t now_ms) {
+    json j = dead_summary(d, now_ms);
+    j["errors"] = d.task.errors;
+    if (auto o = decode(d.task.op_bytes)) j["ts"] = std::to_string(o->ts);
+    return j;
+}
+
+json error_summary(const journal::error_task& t, std::uint64_t now_ms) {
+    json j = task_summary(t, now_ms);
+    j["due_ms"] = t.due_ms;
+    j["due_in_ms"] = t.due_ms > now_ms ? t.due_ms - now_ms : 0;
+    j["errors_count"] = t.errors.size();
+    return j;
+}
+
+// Which dead letters a list, re-injection or drop covers. Every set field must match.
+struct dead_filter {
+    std::optional<std::uint32_t> shard;
+    std::optional<std::string> model;
+    std::optional<std::string> error;  // a substring of any message of the error history
+    std::optional<std::uint64_t> older_than_s;
+    std::optional<std::uint64_t> newer_than_s;
+
+    bool any() const { return shard || model || error || older_than_s || newer_than_s; }
+
+    bool matches(const journal::dead_letter& d, std::uint64_t now_ms) const {
+        if (shard && d.task.shard != *shard) return false;
+        if (model) {
+            auto o = decode(d.task.op_bytes);
+            if (!o || *model != "edge") return false;
+        }
+        if (error) {
+            const bool found = std::any_of(d.task.errors.begin(), d.task.errors.end(),
+                                           [&](const std::string& e) { return e.find(*error) != std::string::npos; });
+            if (!found) return false;
+        }
+        const std::uint64_t age = age_s(now_ms, d.died_ms);
+        if (older_than_s && age < *older_than_s) return false;
+        if (newer_than_s && age > *newer_than_s) return false;
+        return true;
+    }
+};
+
+std::optional<input_error> check_model(const std::optional<std::string>& model) {
+    if (model && *model != "edge") return input_error{"model", "must be \"edge\" (the only model so far)"};
+    return std::nullopt;
+}
+
+// Reads the filter from query parameters.
+std::variant<dead_filter, input_error> filter_from_query(const route_context& ctx) {
+    dead_filter f;
+    if (auto s = ctx.query_param("shard")) {
+        auto v = detail::parse_uint(*s, 0, shard_max);
+        if (!v) return input_error{"shard", "must be a shard index"};
+        f.shard = static_cast<std::uint32_t>(*v);
+    }
+    f.model = ctx.query_param("model");
+    if (auto e = check_model(f.model)) return *e;
+    f.error = ctx.query_param("error");
+    for (auto [name, out] : {std::pair{"older_than_s", &f.older_than_s}, std::pair{"newer_than_s", &f.newer_than_s}}) {
+        if (auto s = ctx.query_param(name)) {
+            auto v = detail::parse_uint(*s, 0, std::numeric_limits<std::uint32_t>::max());
+            if (!v) return input_error{name, "must be a number of seconds"};
+            *out = *v;
+        }
+    }
+    return f;
+}
+
+// Parses a small admin body (an object of scalars) with this thread's depth-limited parser.
+// An empty body is the empty object.
+class body_fields {
+public:
+    std::optional<input_error> parse(std::string_view body, std::span<const std::string_view> known) {
+        thread_local simdjson::dom::parser parser(64 * 1024);
+        if (parser.max_depth() != json_depth_max) {
+            if (parser.allocate(64 * 1024, json_depth_max) != simdjson::SUCCESS) return input_error{"body", "cannot be parsed"};
+        }
+        if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return std::nullopt;
+        simdjson::dom::element root;
+        if (auto err = parser.parse(body.data(), body.size(), true).get(root); err) {
+            return input_error{"body", fmt::format("is not valid JSON: {}", simdjson::error_message(err))};
+        }
+        if (!root.is_object()) return input_error{"body", "must be a JSON object"};
+        const simdjson::dom::object fields = root.get_object().value_unsafe();
+        for (auto [key, value] : fields) {
+            if (std::find(known.begin(), known.end(), key) == known.end()) {
+                return input_error{std::string(key), "is not a field of this request"};
+            }
+            if (value.is_bool()) {
+                bools_[std::string(key)] = value.get_bool().value_unsafe();
+            } else if (value.is_uint64()) {
+                uints_[std::string(key)] = value.get_uint64().value_unsafe();
+            } else if (value.is_string()) {
+                strings_[std::string(key)] = std::string(value.get_string().value_unsafe());
+            } else {
+                return input_error{std::string(key), "must be a boolean, a non-negative integer or a string"};
+            }
+        }
+        return std::nullopt;
+    }
+
+    std::variant<std::optional<std::uint64_t>, input_error> uint(const std::string& key, std::uint64_t max) const {
+        if (strings_.contains(key) || bools_.contains(key)) return input_error{key, "must be a non-negative integer"};
+        auto it = uints_.find(key);
+        if (it == uints_.end()) return std::optional<std::uint64_t>{};
+        if (it->second > max) return input_error{key, fmt::format("must be at most {}", max)};
+        return std::optional<std::uint64_t>{it->second};
+    }
+    std::variant<std::optional<bool>, input_error> boolean(const std::string& key) const {
+        if (strings_.contains(key) || uints_.contains(key)) return input_error{key, "must be true or false"};
+        auto it = bools_.find(key);
+        if (it == bools_.end()) return std::optional<bool>{};
+        return std::optional<bool>{it->second};
+    }
+    std::variant<std::optional<std::string>, input_error> string(const std::string& key) const {
+        if (uints_.contains(key) || bools_.contains(key)) return input_error{key, "must be a string"};
+        auto it = strings_.find(key);
+        if (it == strings_.end()) return std::optional<std::string>{};
+        return std::optional<std::string>{it->second};
+    }
+
+private:
+    std::map<std::string, std::uint64_t> uints_;
+    std::map<std::string, bool> bools_;
+    std::map<std::string, std::string> strings_;
+};
+
+// What a set action covers: one (shard, seq), a filter, or everything.
+struct target {
+    std::optional<std::uint32_t> shard;
+    std::optional<std::uint64_t> seq;
+    bool all = false;
+    dead_filter filter;
+};
+
+template <class T>
+std::optional<input_error> take(std::variant<std::optional<T>, input_error> v, std::optional<T>& out) {
+    if (auto* e = std::get_if<input_error>(&v)) return *e;
+    out = std::get<std::optional<T>>(v);
+    return std::nullopt;
+}
+
+// Reads shard, seq, all and (with filters) model, error, older_than_s, newer_than_s from a body.
+// The body must name what it acts on: seq (with shard), a filter, or "all": true.
+std::variant<target, input_error> target_from_body(const body_fields& b, bool with_filters, std::size_t shard_count) {
+    target t;
+    std::optional<std::uint64_t> shard;
+    std::optional<bool> all;
+    if (auto e = take(b.uint("shard", shard_max), shard)) return *e;
+    if (auto e = take(b.uint("seq", std::numeric_limits<std::uint64_t>::max()), t.seq)) return *e;
+    if (auto e = take(b.boolean("all"), all)) return *e;
+    if (shard && *shard >= shard_count) return input_error{"shard", fmt::format("must be below {}", shard_count)};
+    if (shard) t.shard = static_cast<std::uint32_t>(*shard);
+    t.all = all.value_or(false);
+    if (with_filters) {
+        t.filter.shard = t.shard;
+        if (auto e = take(b.string("model"), t.filter.model)) return *e;
+        if (auto e = check_model(t.filter.model)) return *e;
+        if (auto e = take(b.string("error"), t.filter.error)) return *e;
+        if (auto e = take(b.uint("older_than_s", UINT32_MAX), t.filter.older_than_s)) return *e;
+        if (auto e = take(b.uint("newer_than_s", UINT32_MAX), t.filter.newer_than_s)) return *e;
+    }
+    if (t.seq && !t.shard) return input_error{"shard", "is required with seq"};
+    if (!t.all && !t.shard && !t.seq && !t.filter.any()) {
+        return input_error{"body", "must name what to act on: shard (and seq), a filter, or \"all\": true"};
+    }
+    if (t.all && (t.shard || t.seq || t.filter.any())) return input_error{"all", "cannot be combined with a shard, seq or filter"};
+    return t;
+}
+
+std::optional<std::pair<std::uint32_t, std::uint64_t>> parse_key(const route_context& ctx, std::size_t shard_count) {
+    auto shard = detail::parse_uint(ctx.params.get("shard").value_or(""), 0, shard_count == 0 ? 0 : shard_count - 1);
+    auto seq = detail::parse_uint(ctx.params.get("seq").value_or(""), 1, std::numeric_limits<std::uint64_t>::max());
+    if (!shard || !seq) return std::nullopt;
+    return std::pair{static_cast<std::uint32_t>(*shard), *seq};
+}
+
+response bad_key(const request& req, std::size_t shard_count) {
+    return detail::bad_field(req, "shard/seq",
+                             fmt::format("must be a shard index below {} and a seq of at least 1", shard_count));
+}
+
+std::uint64_t now_ms() { return core::system_wall_clock_ms(); }
+
+// ---- status --------------------------------------------------------------------------------
+
+json render_status(gateway& gw) {
+    const auto st = gw.journal.get_stats();
+    const std::uint64_t now = now_ms();
+    const bool healthy = gw.journal.healthy();
+    const bool space_ok = st.map_bytes_max == 0 || st.map_bytes_used * 10 < st.map_bytes_max * 9;
+    std::uint64_t min_applied = st.last_seq;
+    json shards = json::array();
+    for (std::size_t i = 0; i < gw.workers.size(); ++i) {
+        const auto* w = gw.workers[i];
+        const std::uint64_t applied = w->applied_seq();
+        min_applied = std::min(min_applied, applied);
+        auto queued = gw.journal.list_errors(static_cast<std::uint32_t>(i), std::nullopt, errors_limit_max);
+        shards.push_back(json{{"shard", i},
+                              {"up", w->shard_up()},
+                              {"applied_seq", applied},
+                              {"lag_ops", st.last_seq > applied ? st.last_seq - applied : 0},
+                              {"paused", w->paused()},
+                              {"error_queue", queued ? json(queued.value().size()) : json(nullptr)}});
+    }
+    json oldest = nullptr;
+    if (min_applied < st.last_seq) {
+        if (auto t = gw.journal.read_op_time_ms(min_applied + 1)) {
+            oldest = json{{"seq", min_applied + 1}, {"appended_ms", t.value()},
+                          {"age_ms", now > t.value() ? now - t.value() : 0}};
+        }
+    }
+    return json{{"ready", healthy && space_ok},
+                {"journal",
+                 {{"healthy", healthy},
+                  {"last_seq", st.last_seq},
+                  {"ops_kept", st.ops_count},
+                  {"map_bytes_used", st.map_bytes_used},
+                  {"map_bytes_max", st.map_bytes_max},
+                  {"map_use", st.map_bytes_max ? static_cast<double>(st.map_bytes_used) / static_cast<double>(st.map_bytes_max) : 0.0},
+                  {"error_queue", st.error_count},
+                  {"dead_letters", st.dead_count},
+                  {"oldest_unapplied", oldest}}},
+                {"shards", shards}};
+}
+
+// ---- dead letters --------------------------------------------------------------------------
+
+response list_dead(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    if (auto e = detail::unknown_query_param(ctx.query, dead_list_params)) return detail::bad_field(req, e->field, e->detail);
+    auto fv = filter_from_query(ctx);
+    if (auto* e = std::get_if<input_error>(&fv)) return detail::bad_field(req, e->field, e->detail);
+    const auto& filter = std::get<dead_filter>(fv);
+    std::size_t limit = dead_page_limit_default;
+    if (auto s = ctx.query_param("limit")) {
+        auto v = detail::parse_uint(*s, 1, dead_page_limit_max);
+        if (!v) return detail::bad_field(req, "limit", fmt::format("must be an integer between 1 and {}", dead_page_limit_max));
+        limit = *v;
+    }
+    std::uint32_t from_shard = filter.shard.value_or(0);
+    std::uint64_t from_seq = 0;
+    if (auto c = ctx.query_param("cursor")) {
+        const auto dash = c->find('-');
+        auto s = detail::parse_uint(c->substr(0, dash), 0, shard_max);
+        auto q = dash == std::string::npos ? std::nullopt
+                                           : detail::parse_uint(c->substr(dash + 1), 0, std::numeric_limits<std::uint64_t>::max());
+        if (!s || !q) return detail::bad_field(req, "cursor", "must be a next_cursor returned by this route, unchanged");
+        from_shard = static_cast<std::uint32_t>(*s);
+        from_seq = *q;
+    }
+    const std::uint64_t now = now_ms();
+    json items = json::array();
+    std::size_t scanned = 0;
+    std::optional<std::pair<std::uint32_t, std::uint64_t>> next;
+    bool done = false;
+    while (!done && items.size() < limit && scanned < dead_scan_max) {
+        auto page = gw.journal.list_dead_from(from_shard, from_seq, std::min(set_page, dead_scan_max - scanned));
+        if (!page) return journal_problem(req, page.error());
+        if (page.value().empty()) break;
+        for (const auto& d : page.value()) {
+            if (filter.shard && d.task.shard != *filter.shard) {
+                done = true;
+                break;
+            }
+            ++scanned;
+            if (items.size() == limit) {
+                next = std::pair{d.task.shard, d.task.seq};
+                done = true;
+                break;
+            }
+            if (filter.matches(d, now)) items.push_back(dead_summary(d, now));
+        }
+        const auto& last = page.value().back().task;
+        from_shard = last.shard;
+        from_seq = last.seq + 1;
+        if (!done && scanned >= dead_scan_max) next = std::pair{from_shard, from_seq};
+    }
+    if (!done && !next && items.size() == limit) {
+        // The page filled exactly at the end of what was read: is there anything after it?
+        auto more = gw.journal.list_dead_from(from_shard, from_seq, 1);
+        if (!more) return journal_problem(req, more.error());
+        if (!more.value().empty() && (!filter.shard || more.value().front().task.shard == *filter.shard)) {
+            next = std::pair{from_shard, from_seq};
+        }
+    }
+    json out{{"dead", items}, {"scanned", scanned}};
+    out["next_cursor"] = next ? json(fmt::format("{}-{}", next->first, next->second)) : json(nullptr);
+    return answer(req, out);
+}
+
+response show_dead(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    auto key = parse_key(ctx, gw.workers.size());
+    if (!key) return bad_key(req, gw.workers.size());
+    auto d = gw.journal.get_dead(key->first, key->second);
+    if (!d && d.error() == core::errc::not_found) {
+        return not_found(req, fmt::format("no dead letter of seq {} on shard {}", key->second, key->first));
+    }
+    if (!d) return journal_problem(req, d.error());
+    return answer(req, dead_detail(d.value(), now_ms()));
+}
+
+// Validates an edited payload exactly like a client write: the body is the "op" object of
+// GET .../dead/{shard}/{seq} (model, graph, then the fields of POST /v1/graphs/{graph}/edges).
+std::variant<core::op, input_error> parse_edited_op(gateway& gw, std::string_view body) {
+    thread_local simdjson::dom::parser parser(64 * 1024);
+    if (parser.max_depth() != json_depth_max) {
+        if (parser.allocate(64 * 1024, json_depth_max) != simdjson::SUCCESS) return input_error{"body", "cannot be parsed"};
+    }
+    simdjson::dom::element root;
+    if (auto err = parser.parse(body.data(), body.size(), true).get(root); err) {
+        return input_error{"body", fmt::format("is not valid JSON: {}", simdjson::error_message(err))};
+    }
+    if (!root.is_object()) return input_error{"body", "must be a JSON object describing one op"};
+    std::string graph;
+    bool have_graph = false;
+    std::string edge = "{";
+    const simdjson::dom::object fields = root.get_object().value_unsafe();
+    for (auto [key, value] : fields) {
+        if (key == "model") {
+            if (!value.is_string() || value.get_string().value_unsafe() != "edge") {
+                return input_error{"model", "must be \"edge\" (the only model so far)"};
+            }
+        } else if (key == "graph") {
+            if (!value.is_string() || !core::valid_graph_name(value.get_string().value_unsafe())) {
+                return input_error{"graph", "must be 1 to 32 characters of A-Z, a-z, 0-9 and _"};
+            }
+            graph = std::string(value.get_string().value_unsafe());
+            have_graph = true;
+        } else {
+            // Everything else is an edge field, checked by the client write's parser below.
+            if (edge.size() > 1) edge += ',';
+            std::string quoted;
+            detail::append_json_string(quoted, key);
+            edge += quoted;
+            edge += ':';
+            edge += simdjson::minify(value);
+        }
+    }
+    edge += '}';
+    if (!have_graph) return input_error{"graph", "is required"};
+    edge_write_options opts;
+    opts.batch_ops_max = 1;
+    auto parsed = parse_edge_writes(graph, edge, gw.clock, now_ms(), opts);
+    if (auto* e = std::get_if<input_error>(&parsed)) return *e;
+    auto& ops = std::get<std::vector<core::op>>(parsed);
+    if (ops.size() != 1) return input_error{"body", "must describe exactly one op"};
+    return std::move(ops.front());
+}
+
+asio::awaitable<response> async_edit_dead(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    auto key = parse_key(ctx, gw.workers.size());
+    if (!key) co_return bad_key(req, gw.workers.size());
+    auto d = gw.journal.get_dead(key->first, key->second);
+    if (!d && d.error() == core::errc::not_found) {
+        co_return not_found(req, fmt::format("no dead letter of seq {} on shard {}", key->second, key->first));
+    }
+    if (!d) co_return journal_problem(req, d.error());
+    auto parsed = parse_edited_op(gw, req.body());
+    if (auto* e = std::get_if<input_error>(&parsed)) {
+        co_return detail::bad_field(req, e->field, e->detail);
+    }
+    core::op edited = std::move(std::get<core::op>(parsed));
+    const auto old = decode(d.value().task.op_bytes);
+    // The op keeps its identity; only what it writes changes.
+    edited.op_id = old ? old->op_id : core::make_op_id(gw.journal.node_id(), key->second);
+    bool on_shard = false;
+    for (const auto& row : shards::edge_rows_of(std::get<core::edge_op>(edited.body), gw.map)) {
+        if (row.first == key->first) on_shard = true;
+    }
+    if (!on_shard) {
+        co_return unprocessable(req,
+                                fmt::format("the edited op writes no row on shard {}, which is the shard this dead "
+                                            "letter is re-applied on; keep the node whose row failed on it",
+                                            key->first),
+                                "source_id");
+    }
+    journal::dead_letter updated = d.value();
+    updated.task.op_bytes = core::encode_op(edited);
+    journal::apply_outcome outcome;
+    outcome.shard = key->first;
+    outcome.remove_dead.push_back(d.value());
+    outcome.put_dead.push_back(updated);
+    auto committed = co_await shards::async_commit_outcome(gw.journal, std::move(outcome));
+    if (!committed) co_return journal_problem(req, committed.error());
+    spdlog::info("admin: dead letter shard {} seq {} edited: {} -> {}", key->first, key->second,
+                 old ? dump(op_json(*old)) : std::string("(undecodable)"), dump(op_json(edited)));
+    co_return answer(req, dead_detail(updated, now_ms()));
+}
+
+// Collects the dead letters a target covers, by shard, scanning in pages.
+core::result<std::map<std::uint32_t, std::vector<journal::dead_letter>>> collect_dead(gateway& gw, const target& t) {
+    std::map<std::uint32_t, std::vector<journal::dead_letter>> out;
+    if (t.seq) {
+        auto d = gw.journal.get_dead(*t.shard, *t.seq);
+        if (!d) return d.error();
+        out[*t.shard].push_back(std::move(d.value()));
+        return out;
+    }
+    const std::uint64_t now = now_ms();
+    std::uint32_t from_shard = t.filter.shard.value_or(0);
+    std::uint64_t from_seq = 0;
+    for (;;) {
+        auto page = gw.journal.list_dead_from(from_shard, from_seq, set_page);
+        if (!page) return page.error();
+        if (page.value().empty()) break;
+        for (auto& d : page.value()) {
+            if (t.filter.shard && d.task.shard != *t.filter.shard) return out;
+            if (t.filter.matches(d, now)) out[d.task.shard].push_back(d);
+        }
+        from_shard = page.value().back().task.shard;
+        from_seq = page.value().back().task.seq + 1;
+    }
+    return out;
+}
+
+asio::awaitable<response> async_reinject(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    body_fields b;
+    if (auto e = b.parse(req.body(), reinject_fields)) co_return detail::bad_field(req, e->field, e->detail);
+    auto tv = target_from_body(b, true, gw.workers.size());
+    if (auto* e = std::get_if<input_error>(&tv)) co_return detail::bad_field(req, e->field, e->detail);
+    const target t = std::get<target>(tv);
+    std::optional<bool> reset;
+    if (auto e = take(b.boolean("reset_attempts"), reset)) co_return detail::bad_field(req, e->field, e->detail);
+    const bool reset_attempts = reset.value_or(true);
+    auto found = collect_dead(gw, t);
+    if (!found && found.error() == core::errc::not_found) {
+        co_return not_found(req, fmt::format("no dead letter of seq {} on shard {}", t.seq.value_or(0), t.shard.value_or(0)));
+    }
+    if (!found) co_return journal_problem(req, found.error());
+    std::size_t count = 0;
+    json seqs = json::array();
+    for (auto& [shard, letters] : found.value()) {
+        for (std::size_t i = 0; i < letters.size(); i += set_page) {
+            journal::apply_outcome outcome;
+            outcome.shard = shard;
+            const std::uint64_t now = now_ms();
+            for (std::size_t k = i; k < std::min(letters.size(), i + set_page); ++k) {
+                journal::error_task task = letters[k].task;
+                // Due now: the worker takes it on its next round, through the one apply path.
+                task.due_ms = now;
+                if (reset_attempts) task.attempts = 0;
+                outcome.put_errors.push_back(std::move(task));
+                outcome.remove_dead.push_back(letters[k]);
+            }
+            const std::size_t n = outcome.put_errors.size();
+            auto committed = co_await shards::async_commit_outcome(gw.journal, std::move(outcome));
+            if (!committed) co_return journal_problem(req, committed.error());
+            count += n;
+            for (std::size_t k = i; k < i + n && seqs.size() < dead_page_limit_max; ++k) {
+                seqs.push_back(json{{"shard", shard}, {"seq", letters[k].task.seq}});
+            }
+        }
+    }
+    spdlog::info("admin: {} dead letters re-injected (attempts {})", count, reset_attempts ? "restart" : "kept");
+    co_return answer(req, json{{"reinjected", count}, {"attempts_reset", reset_attempts}, {"letters", seqs}});
+}
+
+asio::awaitable<response> async_drop(gateway& gw, route_context& ctx, std::optional<target> one) {
+    const auto& req = ctx.req;
+    target t;
+    if (one) {
+        t = *one;
+    } else {
+        if (auto e = detail::unknown_query_param(ctx.query, dead_drop_params)) {
+            co_return detail::bad_field(req, e->field, e->detail);
+        }
+        auto fv = filter_from_query(ctx);
+        if (auto* e = std::get_if<input_error>(&fv)) co_return detail::bad_field(req, e->field, e->detail);
+        t.filter = std::get<dead_filter>(fv);
+        const auto all = ctx.query_param("all");
+        if (all && *all != "true") co_return detail::bad_field(req, "all", "must be \"true\"");
+        t.all = all.has_value();
+        if (t.filter.shard && *t.filter.shard >= gw.workers.size()) {
+            co_return detail::bad_field(req, "shard", fmt::format("must be below {}", gw.workers.size()));
+        }
+        if (!t.all && !t.filter.any()) {
+            co_return detail::bad_field(req, "all", "a drop of many dead letters needs a filter or all=true");
+        }
+        if (t.all && t.filter.any()) co_return detail::bad_field(req, "all", "cannot be combined with a filter");
+    }
+    auto found = collect_dead(gw, t);
+    if (!found && found.error() == core::errc::not_found) {
+        co_return not_found(req, fmt::format("no dead letter of seq {} on shard {}", t.seq.value_or(0), t.shard.value_or(0)));
+    }
+    if (!found) co_return journal_problem(req, found.error());
+    std::size_t count = 0;
+    for (auto& [shard, letters] : found.value()) {
+        for (std::size_t i = 0; i < letters.size(); i += set_page) {
+            journal::apply_outcome outcome;
+            outcome.shard = shard;
+            const auto end = std::min(letters.size(), i + set_page);
+            outcome.remove_dead.assign(letters.begin() + static_cast<std::ptrdiff_t>(i),
+                                       letters.begin() + static_cast<std::ptrdiff_t>(end));
+            auto committed = co_await shards::async_commit_outcome(gw.journal, std::move(outcome));
+            if (!committed) co_return journal_problem(req, committed.error());
+            count += end - i;
+        }
+    }
+    spdlog::warn("admin: {} dead letters dropped", count);
+    co_return answer(req, json{{"dropped", count}});
+}
+
+// ---- error queue ---------------------------------------------------------------------------
+
+response list_errors(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    if (auto e = detail::unknown_query_param(ctx.query, errors_params)) return detail::bad_field(req, e->field, e->detail);
+    std::optional<std::uint32_t> shard;
+    if (auto s = ctx.query_param("shard")) {
+        auto v = detail::parse_uint(*s, 0, gw.workers.empty() ? 0 : gw.workers.size() - 1);
+        if (!v) return detail::bad_field(req, "shard", fmt::format("must be a shard index below {}", gw.workers.size()));
+        shard = static_cast<std::uint32_t>(*v);
+    }
+    std::size_t limit = dead_page_limit_default;
+    if (auto s = ctx.query_param("limit")) {
+        auto v = detail::parse_uint(*s, 1, dead_page_limit_max);
+        if (!v) return detail::bad_field(req, "limit", fmt::format("must be an integer between 1 and {}", dead_page_limit_max));
+        limit = *v;
+    }
+    auto tasks = gw.journal.list_errors(shard, std::nullopt, limit + 1);
+    if (!tasks) return journal_problem(req, tasks.error());
+    const std::uint64_t now = now_ms();
+    json items = json::array();
+    for (std::size_t i = 0; i < std::min(limit, tasks.value().size()); ++i) items.push_back(error_summary(tasks.value()[i], now));
+    return answer(req, json{{"errors", items}, {"truncated", tasks.value().size() > limit},
+                            {"total", gw.journal.get_stats().error_count}});
+}
+
+asio::awaitable<response> async_retry_now(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    body_fields b;
+    if (auto e = b.parse(req.body(), retry_now_fields)) co_return detail::bad_field(req, e->field, e->detail);
+    auto tv = target_from_body(b, false, gw.workers.size());
+    if (auto* e = std::get_if<input_error>(&tv)) co_return detail::bad_field(req, e->field, e->detail);
+    const target t = std::get<target>(tv);
+    auto tasks = gw.journal.list_errors(t.shard, t.seq, errors_limit_max);
+    if (!tasks) co_return journal_problem(req, tasks.error());
+    const std::uint64_t now = now_ms();
+    std::map<std::uint32_t, journal::apply_outcome> by_shard;
+    std::size_t count = 0;
+    for (auto& task : tasks.value()) {
+        // Tasks already due are the worker's: it may be retrying them right now.
+        if (task.due_ms <= now) continue;
+        auto& o = by_shard[task.shard];
+        o.shard = task.shard;
+        journal::error_task moved = task;
+        moved.due_ms = now;
+        o.remove_errors.push_back(std::move(task));
+        o.put_errors.push_back(std::move(moved));
+        ++count;
+    }
+    for (auto& [shard, outcome] : by_shard) {
+        auto committed = co_await shards::async_commit_outcome(gw.journal, std::move(outcome));
+        if (!committed) co_return journal_problem(req, committed.error());
+    }
+    co_return answer(req, json{{"rescheduled", count}, {"due_already", tasks.value().size() - count}});
+}
+
+// ---- apply pause / resume ------------------------------------------------------------------
+
+response set_paused(gateway& gw, route_context& ctx, bool paused) {
+    const auto& req = ctx.req;
+    body_fields b;
+    if (auto e = b.parse(req.body(), pause_fields)) return detail::bad_field(req, e->field, e->detail);
+    std::optional<std::uint64_t> shard;
+    std::optional<bool> all;
+    if (auto e = take(b.uint("shard", shard_max), shard)) return detail::bad_field(req, e->field, e->detail);
+    if (auto e = take(b.boolean("all"), all)) return detail::bad_field(req, e->field, e->detail);
+    if (shard && *shard >= gw.workers.size()) {
+        return detail::bad_field(req, "shard", fmt::format("must be below {}", gw.workers.size()));
+    }
+    if (shard.has_value() == all.value_or(false)) {
+        return detail::bad_field(req, "body", "must name either a shard or \"all\": true");
+    }
+    json out = json::array();
+    for (std::size_t i = 0; i < gw.workers.size(); ++i) {
+        if (!shard || *shard == i) {
+            if (gw.workers[i]->paused() != paused) {
+                spdlog::warn("admin: applying on shard {} {}", i, paused ? "paused" : "resumed");
+            }
+            gw.workers[i]->set_paused(paused);
+        }
+        out.push_back(json{{"shard", i}, {"paused", gw.workers[i]->paused()}, {"applied_seq", gw.workers[i]->applied_seq()}});
+    }
+    return answer(req, json{{"shards", out}});
+}
+
+// ---- trace ---------------------------------------------------------------------------------
+
+response trace(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    const std::uint64_t last = gw.journal.last_seq();
+    auto seq = detail::parse_uint(ctx.params.get("seq").value_or(""), 1, std::numeric_limits<std::uint64_t>::max());
+    if (!seq) return detail::bad_field(req, "seq", "must be a journal seq (an integer of at least 1)");
+    if (*seq > last) return not_found(req, fmt::format("no write has seq {} yet (the last is {})", *seq, last));
+    const std::uint64_t now = now_ms();
+    std::optional<core::op> op;
+    json out{{"seq", *seq}, {"last_seq", last}};
+    if (auto bytes = gw.journal.read_op_bytes(*seq)) {
+        op = decode(bytes.value());
+        out["in_journal"] = true;
+        if (auto t = gw.journal.read_op_time_ms(*seq)) out["appended_ms"] = t.value();
+    } else if (bytes.error() == core::errc::not_found) {
+        out["in_journal"] = false;  // retired after every shard applied it
+    } else {
+        return journal_problem(req, bytes.error());
+    }
+    auto errors = gw.journal.list_errors(std::nullopt, *seq, gw.workers.size() * 4 + 4);
+    if (!errors) return journal_problem(req, errors.error());
+    std::set<core::shard_index> involved;
+    for (const auto& t : errors.value()) {
+        if (!op) op = decode(t.op_bytes);
+    }
+    std::vector<std::optional<journal::dead_letter>> dead(gw.workers.size());
+    for (std::size_t i = 0; i < gw.workers.size(); ++i) {
+        auto d = gw.journal.get_dead(static_cast<std::uint32_t>(i), *seq);
+        if (d) {
+            if (!op) op = decode(d.value().task.op_bytes);
+            dead[i] = std::move(d.value());
+        } else if (d.error() != core::errc::not_found) {
+            return journal_problem(req, d.error());
+        }
+    }
+    if (op) {
+        for (const auto& row : shards::edge_rows_of(std::get<core::edge_op>(op->body), gw.map)) involved.insert(row.first);
+        out["op"] = op_json(*op);
+        out["op_id"] = std::to_string(op->op_id);
+        out["ts"] = std::to_string(op->ts);
+    } else {
+        out["op"] = nullptr;
+    }
+    bool any_dead = false;
+    bool any_error = false;
+    bool all_applied = true;
+    json shards = json::array();
+    for (std::size_t i = 0; i < gw.workers.size(); ++i) {
+        const std::uint64_t cursor = gw.journal.cursor(static_cast<std::uint32_t>(i));
+        json s{{"shard", i}, {"cursor", cursor}};
+        const journal::error_task* queued = nullptr;
+        for (const auto& t : errors.value()) {
+            if (t.shard == i) queued = &t;
+        }
+        if (dead[i]) {
+            s["state"] = "dead";
+            s["attempts"] = dead[i]->task.attempts;
+            s["last_error"] = dead[i]->task.errors.empty() ? std::string() : dead[i]->task.errors.back();
+            s["died_ms"] = dead[i]->died_ms;
+            any_dead = true;
+        } else if (queued) {
+            s["state"] = "error_queue";
+            s["attempts"] = queued->attempts;
+            s["last_error"] = queued->errors.empty() ? std::string() : queued->errors.back();
+            s["due_ms"] = queued->due_ms;
+            s["due_in_ms"] = queued->due_ms > now ? queued->due_ms - now : 0;
+            any_error = true;
+        } else if (op && !involved.contains(static_cast<core::shard_index>(i))) {
+            s["state"] = "not_involved";
+        } else if (cursor >= *seq) {
+            s["state"] = "applied";
+        } else {
+            s["state"] = "journaled";
+            all_applied = false;
+        }
+        shards.push_back(std::move(s));
+    }
+    out["shards"] = shards;
+    out["state"] = any_dead ? "dead" : any_error ? "error_queue" : all_applied ? "applied" : "journaled";
+    return answer(req, out);
+}
+
+}  // namespace
+
+void add_admin_routes(router& r, gateway& gw) {
+    const auto admin = core::role::admin;
+    r.add(http::verb::get, "/v1/admin/status", admin, [&gw](route_context& ctx) -> asio::awaitable<response> {
+        if (auto e = detail::unknown_query_param(ctx.query, no_params)) co_return detail::bad_field(ctx.req, e->field, e->detail);
+        co_return answer(ctx.req, render_status(gw));
+    });
+    r.add(http::verb::get, "/v1/admin/dead", admin,
+          [&gw](route_context& ctx) -> asio::awaitable<response> { co_return list_dead(gw, ctx); });
+    r.add(http::verb::delete_, "/v1/admin/dead", admin,
+          [&gw](route_context& ctx) { return async_drop(gw, ctx, std::nullopt); });
+    r.add(http::verb::get, "/v1/admin/dead/{shard}/{seq}", admin,
+          [&gw](route_context& ctx) -> asio::awaitable<response> { co_return show_dead(gw, ctx); });
+    r.add(http::verb::delete_, "/v1/admin/dead/{shard}/{seq}", admin, [&gw](route_context& ctx) -> asio::awaitable<response> {
+        auto key = parse_key(ctx, gw.workers.size());
+        if (!key) co_return bad_key(ctx.req, gw.workers.size());
+        target t;
+        t.shard = key->first;
+        t.seq = key->second;
+        auto res = co_await async_drop(gw, ctx, t);
+        co_return res;
+    });
+    r.add(http::verb::put, "/v1/admin/dead/{shard}/{seq}/op", admin,
+          [&gw](route_context& ctx) { return async_edit_dead(gw, ctx); });
+    r.add(http::verb::post, "/v1/admin/dead/reinject", admin,
+          [&gw](route_context& ctx) { return async_reinject(gw, ctx); });
+    r.add(http::verb::get, "/v1/admin/errors", admin,
+          [&gw](route_context& ctx) -> asio::awaitable<response> { co_return list_errors(gw, ctx); });
+    r.add(http::verb::post, "/v1/admin/errors/retry-now", admin,
+          [&gw](route_context& ctx) { return async_retry_now(gw, ctx); });
+    r.add(http::verb::post, "/v1/admin/apply/pause", admin,
+          [&gw](route_context& ctx) -> asio::awaitable<response> { co_return set_paused(gw, ctx, true); });
+    r.add(http::verb::post, "/v1/admin/apply/resume", admin,
+          [&gw](route_context& ctx) -> asio::awaitable<response> { co_return set_paused(gw, ctx, false); });
+    r.add(http::verb::get, "/v1/admin/trace/{seq}", admin,
+          [&gw](route_context& ctx) -> asio::awaitable<response> { co_return trace(gw, ctx); });
+}
+
+}  // namespace cairn::net
