@@ -1,0 +1,744 @@
+// cairn: the operator's command line (issue 7). Each subcommand is one or a few calls to the
+// admin API of a running cairnd (docs/api.md, "Admin"), printed as a table or, with --json, as
+// the API's JSON. Settings: flags > environment (CAIRN_URL, CAIRN_TOKEN) > --config (cairnd's
+// TOML) > defaults. Exit codes are listed in exit_* below and in docs/cli.md.
+#include "apps/cli/admin_client.hpp"
+#include "core/config.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using json = nlohmann::json;
+using namespace cairn;
+
+constexpr int exit_ok = 0;
+constexpr int exit_refused = 1;      // cairnd answered with a problem (not found, invalid input, ...)
+constexpr int exit_usage = 2;        // bad arguments or settings
+constexpr int exit_unreachable = 3;  // no answer, or a 5xx answer (cairnd or its journal is in trouble)
+constexpr int exit_not_confirmed = 4;
+constexpr int exit_auth = 5;         // 401 or 403: no token, a wrong token, or a token below admin
+
+constexpr const char* exit_codes_text =
+    "Exit codes: 0 done; 1 cairnd refused the request (not found, invalid input); 2 bad arguments or settings;\n"
+    "3 cairnd did not answer or answered 5xx; 4 a drop was not confirmed; 5 not authorized (401/403).";
+
+struct settings {
+    std::string url;
+    std::string token;
+    std::string config_path;
+    bool json_out = false;
+    unsigned timeout_s = 30;
+    cli::endpoint to;
+};
+
+// A failure that ends the command with an exit code; its message goes to stderr.
+struct cli_exit {
+    int code;
+    std::string message;
+};
+
+std::string env_or(const char* name) {
+    const char* v = std::getenv(name);
+    return v ? std::string(v) : std::string();
+}
+
+// flags > environment > config file > defaults.
+void resolve_settings(settings& s) {
+    std::string url = s.url.empty() ? env_or("CAIRN_URL") : s.url;
+    std::string token = s.token.empty() ? env_or("CAIRN_TOKEN") : s.token;
+    if (!s.config_path.empty() && (url.empty() || token.empty())) {
+        auto cfg = core::load_config_file(s.config_path);
+        if (!cfg) throw cli_exit{exit_usage, fmt::format("cairn: bad config {}: {}", s.config_path, cfg.error())};
+        if (url.empty()) {
+            std::string host = cfg.value().listen_address;
+            if (host == "0.0.0.0" || host.empty()) host = "127.0.0.1";
+            if (host == "::") host = "::1";
+            if (host.find(':') != std::string::npos) host = "[" + host + "]";
+            url = fmt::format("http://{}:{}", host, cfg.value().listen_port);
+        }
+        if (token.empty()) {
+            for (const auto& t : cfg.value().tokens) {
+                if (t.token_role == core::role::admin) {
+                    token = t.token;
+                    break;
+                }
+            }
+        }
+    }
+    if (url.empty()) url = "http://127.0.0.1:8080";
+    auto e = cli::parse_url(url);
+    if (!e) throw cli_exit{exit_usage, fmt::format("cairn: bad URL \"{}\": expected http://host:port", url)};
+    s.url = url;
+    s.token = token;
+    s.to = *e;
+}
+
+// Percent-encodes a query value.
+std::string encode(std::string_view v) {
+    std::string out;
+    for (unsigned char c : v) {
+        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+            out += static_cast<char>(c);
+        } else {
+            out += fmt::format("%{:02X}", c);
+        }
+    }
+    return out;
+}
+
+// Calls cairnd; returns the JSON answer of a 2xx, throws cli_exit for everything else. With
+// --json, a problem's JSON is printed to stdout too, so that scripts can read it.
+json call(const settings& s, std::string_view method, const std::string& target, const std::string& body = {}) {
+    auto r = cli::http_call(s.to, method, target, body, s.token, std::chrono::seconds(s.timeout_s));
+    if (!r) {
+        throw cli_exit{exit_unreachable, fmt::format("cairn: no answer from cairnd at {}: {}", s.url, r.error().message())};
+    }
+    const auto& rep = r.value();
+    json parsed = json::parse(rep.body, nullptr, false);
+    if (rep.status >= 200 && rep.status < 300) {
+        if (parsed.is_discarded()) throw cli_exit{exit_unreachable, "cairn: cairnd answered with something that is not JSON"};
+        return parsed;
+    }
+    if (s.json_out && !parsed.is_discarded()) std::cout << parsed.dump() << "\n";
+    std::string what = fmt::format("HTTP {}", rep.status);
+    if (parsed.is_object()) {
+        what = parsed.value("title", what);
+        if (parsed.contains("detail")) what += ": " + parsed["detail"].get<std::string>();
+    }
+    const int code = rep.status == 401 || rep.status == 403 ? exit_auth : rep.status >= 500 ? exit_unreachable : exit_refused;
+    std::string hint;
+    if (rep.status == 401) hint = " (set --token, CAIRN_TOKEN or an admin token in --config)";
+    throw cli_exit{code, fmt::format("cairn: {} {}: {}{}", method, target, what, hint)};
+}
+
+void print_json(const json& j) { std::cout << j.dump(2) << "\n"; }
+
+// A plain text table: the header, then rows, columns padded to their widest cell.
+void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+    std::vector<std::size_t> width(header.size());
+    for (std::size_t i = 0; i < header.size(); ++i) width[i] = header[i].size();
+    for (const auto& r : rows) {
+        for (std::size_t i = 0; i < r.size() && i < width.size(); ++i) width[i] = std::max(width[i], r[i].size());
+    }
+    auto line = [&](const std::vector<std::string>& cells) {
+        std::string out;
+        for (std::size_t i = 0; i < cells.size(); ++i) {
+            if (i + 1 == cells.size()) {
+                out += cells[i];
+            } else {
+                out += cells[i] + std::string(width[i] - cells[i].size() + 2, ' ');
+            }
+        }
+        std::cout << out << "\n";
+    };
+    line(header);
+    for (const auto& r : rows) line(r);
+}
+
+std::string str(const json& v) {
+    if (v.is_null()) return "-";
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
+    return v.dump();
+}
+
+std::string cut(std::string s, std::size_t n) {
+    if (s.size() <= n) return s;
+    return s.substr(0, n - 3) + "...";
+}
+
+std::string duration_text(std::uint64_t ms) {
+    if (ms < 1000) return fmt::format("{} ms", ms);
+    if (ms < 120'000) return fmt::format("{:.1f} s", static_cast<double>(ms) / 1000);
+    if (ms < 7'200'000) return fmt::format("{:.1f} min", static_cast<double>(ms) / 60'000);
+    if (ms < 172'800'000) return fmt::format("{:.1f} h", static_cast<double>(ms) / 3'600'000);
+    return fmt::format("{:.1f} d", static_cast<double>(ms) / 86'400'000);
+}
+
+std::string bytes_text(double b) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (b >= 1024 && u < 4) {
+        b /= 1024;
+        ++u;
+    }
+    return fmt::format("{:.1f} {}", b, units[u]);
+}
+
+std::string edge_text(const json& op) {
+    if (!op.is_object()) return "(undecodable op)";
+    return fmt::format("{} {}->{} {} pos {}", op.value("graph", std::string("?")), str(op["source_id"]),
+                       str(op["destination_id"]), str(op["state"]), str(op["position"]));
+}
+
+// "90", "90s", "15m", "2h", "1d" as seconds.
+std::uint64_t parse_duration_s(const std::string& text, const std::string& flag) {
+    std::size_t used = 0;
+    unsigned long long n = 0;
+    try {
+        n = std::stoull(text, &used);
+    } catch (const std::exception&) {
+        throw cli_exit{exit_usage, fmt::format("cairn: {} \"{}\": expected a duration such as 90s, 15m, 2h or 1d", flag, text)};
+    }
+    const std::string unit = text.substr(used);
+    std::uint64_t mult = 0;
+    if (unit.empty() || unit == "s") mult = 1;
+    if (unit == "m") mult = 60;
+    if (unit == "h") mult = 3600;
+    if (unit == "d") mult = 86400;
+    if (mult == 0) throw cli_exit{exit_usage, fmt::format("cairn: {} \"{}\": the unit must be s, m, h or d", flag, text)};
+    return n * mult;
+}
+
+// The filters shared by dead ls, reinject and drop.
+struct dead_filter_args {
+    std::optional<unsigned> shard;
+    std::string model;
+    std::string error;
+    std::string older_than;
+    std::string newer_than;
+
+    void add_to(CLI::App* sub, bool with_shard) {
+        if (with_shard) sub->add_option("--shard", shard, "only this shard's dead letters");
+        sub->add_option("--model", model, "only ops of this model (edge)");
+        sub->add_option("--error", error, "only those whose error history contains this text");
+        sub->add_option("--older-than", older_than, "only those that died at least this long ago (90s, 15m, 2h, 1d)");
+        sub->add_option("--newer-than", newer_than, "only those that died at most this long ago");
+    }
+    bool any() const { return shard || !model.empty() || !error.empty() || !older_than.empty() || !newer_than.empty(); }
+    std::string query() const {
+        std::string q;
+        auto add = [&](std::string_view k, const std::string& v) { q += fmt::format("{}{}={}", q.empty() ? "" : "&", k, encode(v)); };
+        if (shard) add("shard", std::to_string(*shard));
+        if (!model.empty()) add("model", model);
+        if (!error.empty()) add("error", error);
+        if (!older_than.empty()) add("older_than_s", std::to_string(parse_duration_s(older_than, "--older-than")));
+        if (!newer_than.empty()) add("newer_than_s", std::to_string(parse_duration_s(newer_than, "--newer-than")));
+        return q;
+    }
+    void add_to_json(json& j) const {
+        if (shard) j["shard"] = *shard;
+        if (!model.empty()) j["model"] = model;
+        if (!error.empty()) j["error"] = error;
+        if (!older_than.empty()) j["older_than_s"] = parse_duration_s(older_than, "--older-than");
+        if (!newer_than.empty()) j["newer_than_s"] = parse_duration_s(newer_than, "--newer-than");
+    }
+    std::string describe() const {
+        std::vector<std::string> parts;
+        if (shard) parts.push_back(fmt::format("shard {}", *shard));
+        if (!model.empty()) parts.push_back("model " + model);
+        if (!error.empty()) parts.push_back(fmt::format("error containing \"{}\"", error));
+        if (!older_than.empty()) parts.push_back("older than " + older_than);
+        if (!newer_than.empty()) parts.push_back("newer than " + newer_than);
+        std::string out;
+        for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
+        return out;
+    }
+};
+
+// ---- commands -------------------------------------------------------------------------------
+
+int cmd_status(const settings& s) {
+    const json st = call(s, "GET", "/v1/admin/status");
+    if (s.json_out) {
+        print_json(st);
+        return exit_ok;
+    }
+    const json& j = st["journal"];
+    std::cout << fmt::format("cairnd {}  ready: {}\n", s.url, str(st["ready"]));
+    std::cout << fmt::format("journal  healthy: {}  last seq {}  ops kept {}  map {} of {} ({:.1f}%)\n", str(j["healthy"]),
+                             str(j["last_seq"]), str(j["ops_kept"]), bytes_text(j["map_bytes_used"].get<double>()),
+                             bytes_text(j["map_bytes_max"].get<double>()), j["map_use"].get<double>() * 100);
+    std::cout << fmt::format("         error queue {}  dead letters {}  oldest unapplied op: {}\n\n", str(j["error_queue"]),
+                             str(j["dead_letters"]),
+                             j["oldest_unapplied"].is_null()
+                                 ? std::string("none (every shard is caught up)")
+                                 : fmt::format("seq {}, {} old", str(j["oldest_unapplied"]["seq"]),
+                                               duration_text(j["oldest_unapplied"]["age_ms"].get<std::uint64_t>())));
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& sh : st["shards"]) {
+        rows.push_back({str(sh["shard"]), str(sh["up"]), str(sh["paused"]), str(sh["applied_seq"]), str(sh["lag_ops"]),
+                        str(sh["error_queue"])});
+    }
+    print_table({"SHARD", "UP", "PAUSED", "APPLIED", "LAG", "ERROR QUEUE"}, rows);
+    return exit_ok;
+}
+
+int cmd_dead_ls(const settings& s, const dead_filter_args& f, unsigned limit, const std::string& cursor) {
+    std::string q = f.query();
+    q += fmt::format("{}limit={}", q.empty() ? "" : "&", limit);
+    if (!cursor.empty()) q += "&cursor=" + encode(cursor);
+    const json page = call(s, "GET", "/v1/admin/dead?" + q);
+    if (s.json_out) {
+        print_json(page);
+        return exit_ok;
+    }
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& d : page["dead"]) {
+        rows.push_back({str(d["shard"]), str(d["seq"]), str(d["attempts"]), duration_text(d["age_s"].get<std::uint64_t>() * 1000),
+                        edge_text(d["op"]), cut(str(d["last_error"]), 70)});
+    }
+    if (rows.empty()) {
+        std::cout << "no dead letters" << (f.any() ? " match" : "") << "\n";
+    } else {
+        print_table({"SHARD", "SEQ", "ATTEMPTS", "DIED", "OP", "LAST ERROR"}, rows);
+    }
+    if (!page["next_cursor"].is_null()) {
+        std::cout << fmt::format("\nmore: cairn dead ls --cursor {}{}\n", page["next_cursor"].get<std::string>(),
+                                 f.any() ? " (with the same filters)" : "");
+    }
+    return exit_ok;
+}
+
+void print_dead(const json& d) {
+    std::cout << fmt::format("dead letter: shard {} seq {}  op id {}\n", str(d["shard"]), str(d["seq"]), str(d["op_id"]));
+    std::cout << fmt::format("attempts {}  first failed {} ms  died {} ms ({} ago)\n", str(d["attempts"]),
+                             str(d["first_failed_ms"]), str(d["died_ms"]),
+                             duration_text(d["age_s"].get<std::uint64_t>() * 1000));
+    std::cout << "op (edit with: cairn dead edit " << str(d["shard"]) << " " << str(d["seq"]) << "):\n"
+              << d["op"].dump(2) << "\n";
+    std::cout << "error history, oldest first:\n";
+    int i = 1;
+    for (const auto& e : d["errors"]) std::cout << fmt::format("  {:2}. {}\n", i++, e.get<std::string>());
+}
+
+int cmd_dead_show(const settings& s, unsigned shard, std::uint64_t seq) {
+    const json d = call(s, "GET", fmt::format("/v1/admin/dead/{}/{}", shard, seq));
+    if (s.json_out) {
+        print_json(d);
+    } else {
+        print_dead(d);
+    }
+    return exit_ok;
+}
+
+std::string read_file(const std::string& path) {
+    if (path == "-") {
+        std::stringstream ss;
+        ss << std::cin.rdbuf();
+        return ss.str();
+    }
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw cli_exit{exit_usage, fmt::format("cairn: cannot read {}", path)};
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// Opens the op in $VISUAL or $EDITOR (default vi); returns the edited text, or nothing if unchanged.
+std::optional<std::string> edit_in_editor(const json& op) {
+    std::string editor = env_or("VISUAL");
+    if (editor.empty()) editor = env_or("EDITOR");
+    if (editor.empty()) editor = "vi";
+    std::string path = (std::filesystem::temp_directory_path() / "cairn-dead-op-XXXXXX.json").string();
+    const int fd = ::mkstemps(path.data(), 5);
+    if (fd < 0) throw cli_exit{exit_usage, "cairn: cannot create a temporary file for the editor"};
+    const std::string before = op.dump(2) + "\n";
+    const auto written = ::write(fd, before.data(), before.size());
+    ::close(fd);
+    if (written != static_cast<ssize_t>(before.size())) throw cli_exit{exit_usage, "cairn: cannot write the temporary file"};
+    const int rc = std::system(fmt::format("{} '{}'", editor, path).c_str());
+    std::string after = read_file(path);
+    std::filesystem::remove(path);
+    if (rc != 0) throw cli_exit{exit_usage, fmt::format("cairn: the editor ({}) failed; nothing was changed", editor)};
+    if (after == before) return std::nullopt;
+    return after;
+}
+
+int cmd_dead_edit(const settings& s, unsigned shard, std::uint64_t seq, const std::string& op_text,
+                  const std::string& op_file) {
+    std::string body;
+    if (!op_text.empty()) {
+        body = op_text;
+    } else if (!op_file.empty()) {
+        body = read_file(op_file);
+    } else {
+        if (!::isatty(STDIN_FILENO) || !::isatty(STDOUT_FILENO)) {
+            throw cli_exit{exit_usage, "cairn: no terminal for an editor; give the new op with --op JSON or --op-file FILE"};
+        }
+        const json d = call(s, "GET", fmt::format("/v1/admin/dead/{}/{}", shard, seq));
+        auto edited = edit_in_editor(d["op"]);
+        if (!edited) {
+            std::cerr << "cairn: the op is unchanged; nothing was sent\n";
+            return exit_ok;
+        }
+        body = *edited;
+    }
+    const json d = call(s, "PUT", fmt::format("/v1/admin/dead/{}/{}/op", shard, seq), body);
+    if (s.json_out) {
+        print_json(d);
+        return exit_ok;
+    }
+    std::cout << "edited; re-inject it with: cairn dead reinject " << shard << " " << seq << "\n\n";
+    print_dead(d);
+    return exit_ok;
+}
+
+int cmd_dead_reinject(const settings& s, const std::vector<std::uint64_t>& key, bool all, const dead_filter_args& f,
+                      bool keep_attempts) {
+    json body{{"reset_attempts", !keep_attempts}};
+    if (key.size() == 2) {
+        if (all || f.any()) throw cli_exit{exit_usage, "cairn: give SHARD SEQ, filters or --all, not several"};
+        body["shard"] = key[0];
+        body["seq"] = key[1];
+    } else if (!key.empty()) {
+        throw cli_exit{exit_usage, "cairn: give both SHARD and SEQ"};
+    } else if (all) {
+        if (f.any()) throw cli_exit{exit_usage, "cairn: --all cannot be combined with filters"};
+        body["all"] = true;
+    } else if (f.any()) {
+        f.add_to_json(body);
+    } else {
+        throw cli_exit{exit_usage, "cairn: say what to re-inject: SHARD SEQ, filters (--shard, --error, ...) or --all"};
+    }
+    const json r = call(s, "POST", "/v1/admin/dead/reinject", body.dump());
+    if (s.json_out) {
+        print_json(r);
+        return exit_ok;
+    }
+    std::cout << fmt::format("re-injected {} dead letter{} into the error queue, due now; attempts {}\n",
+                             str(r["reinjected"]), r["reinjected"] == 1 ? "" : "s",
+                             r["attempts_reset"].get<bool>() ? "restart at 0"
+                                                             : "kept (one more failure makes a letter dead again)");
+    std::cout << "follow with: cairn errors ls, cairn trace SEQ\n";
+    return exit_ok;
+}
+
+int cmd_dead_drop(const settings& s, const std::vector<std::uint64_t>& key, bool all, const dead_filter_args& f, bool yes) {
+    std::string target;
+    std::string what;
+    if (key.size() == 2) {
+        if (all || f.any()) throw cli_exit{exit_usage, "cairn: give SHARD SEQ, filters or --all, not several"};
+        target = fmt::format("/v1/admin/dead/{}/{}", key[0], key[1]);
+        what = fmt::format("the dead letter of seq {} on shard {}", key[1], key[0]);
+    } else if (!key.empty()) {
+        throw cli_exit{exit_usage, "cairn: give both SHARD and SEQ"};
+    } else if (all) {
+        if (f.any()) throw cli_exit{exit_usage, "cairn: --all cannot be combined with filters"};
+        target = "/v1/admin/dead?all=true";
+        what = "EVERY dead letter";
+    } else if (f.any()) {
+        target = "/v1/admin/dead?" + f.query();
+        what = "every dead letter with " + f.describe();
+    } else {
+        throw cli_exit{exit_usage, "cairn: say what to drop: SHARD SEQ, filters (--shard, --error, ...) or --all"};
+    }
+    if (!yes) {
+        if (!::isatty(STDIN_FILENO)) {
+            throw cli_exit{exit_not_confirmed, "cairn: dropping needs confirmation; there is no terminal to ask, so pass --yes"};
+        }
+        std::cerr << "Drop " << what << "? Its writes are lost for good. [y/N] " << std::flush;
+        std::string answer;
+        std::getline(std::cin, answer);
+        if (answer != "y" && answer != "Y" && answer != "yes") throw cli_exit{exit_not_confirmed, "cairn: not dropped"};
+    }
+    const json r = call(s, "DELETE", target);
+    if (s.json_out) {
+        print_json(r);
+    } else {
+        std::cout << fmt::format("dropped {} dead letter{}\n", str(r["dropped"]), r["dropped"] == 1 ? "" : "s");
+    }
+    return exit_ok;
+}
+
+int cmd_errors_ls(const settings& s, std::optional<unsigned> shard, unsigned limit) {
+    std::string q = fmt::format("limit={}", limit);
+    if (shard) q += fmt::format("&shard={}", *shard);
+    const json r = call(s, "GET", "/v1/admin/errors?" + q);
+    if (s.json_out) {
+        print_json(r);
+        return exit_ok;
+    }
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& t : r["errors"]) {
+        rows.push_back({str(t["shard"]), str(t["seq"]), str(t["attempts"]), duration_text(t["due_in_ms"].get<std::uint64_t>()),
+                        edge_text(t["op"]), cut(str(t["last_error"]), 70)});
+    }
+    if (rows.empty()) {
+        std::cout << "the error queue is empty\n";
+    } else {
+        print_table({"SHARD", "SEQ", "ATTEMPTS", "DUE IN", "OP", "LAST ERROR"}, rows);
+    }
+    if (r["truncated"].get<bool>()) std::cout << fmt::format("\n(showing {} of {}; raise --limit)\n", rows.size(), str(r["total"]));
+    return exit_ok;
+}
+
+int cmd_errors_retry_now(const settings& s, std::optional<unsigned> shard, std::optional<std::uint64_t> seq) {
+    json body = json::object();
+    if (seq && !shard) throw cli_exit{exit_usage, "cairn: --seq needs --shard"};
+    if (shard) body["shard"] = *shard;
+    if (seq) body["seq"] = *seq;
+    if (!shard) body["all"] = true;
+    const json r = call(s, "POST", "/v1/admin/errors/retry-now", body.dump());
+    if (s.json_out) {
+        print_json(r);
+    } else {
+        std::cout << fmt::format("{} task{} made due now ({} already due)\n", str(r["rescheduled"]),
+                                 r["rescheduled"] == 1 ? "" : "s", str(r["due_already"]));
+    }
+    return exit_ok;
+}
+
+int cmd_apply(const settings& s, bool pause, std::optional<unsigned> shard, bool all) {
+    if (shard.has_value() == all) throw cli_exit{exit_usage, "cairn: give either --shard N or --all"};
+    json body = json::object();
+    if (shard) body["shard"] = *shard;
+    if (all) body["all"] = true;
+    const json r = call(s, "POST", pause ? "/v1/admin/apply/pause" : "/v1/admin/apply/resume", body.dump());
+    if (s.json_out) {
+        print_json(r);
+        return exit_ok;
+    }
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& sh : r["shards"]) rows.push_back({str(sh["shard"]), str(sh["paused"]), str(sh["applied_seq"])});
+    print_table({"SHARD", "PAUSED", "APPLIED"}, rows);
+    if (pause) std::cout << "\nwrites are still acknowledged and wait in the journal; resume with: cairn apply resume\n";
+    return exit_ok;
+}
+
+int cmd_trace(const settings& s, std::uint64_t seq) {
+    const json r = call(s, "GET", fmt::format("/v1/admin/trace/{}", seq));
+    if (s.json_out) {
+        print_json(r);
+        return exit_ok;
+    }
+    std::cout << fmt::format("seq {}: {}{}\n", seq, str(r["state"]),
+                             r["in_journal"].get<bool>() ? "" : " (retired from the journal after every shard applied it)");
+    if (!r["op"].is_null()) std::cout << fmt::format("op {}  id {}\n", edge_text(r["op"]), str(r["op_id"]));
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& sh : r["shards"]) {
+        std::string detail;
+        if (sh.contains("last_error")) {
+            detail = fmt::format("attempts {}: {}", str(sh["attempts"]), cut(str(sh["last_error"]), 70));
+        }
+        if (sh.contains("due_in_ms")) detail += fmt::format(" (next try in {})", duration_text(sh["due_in_ms"].get<std::uint64_t>()));
+        rows.push_back({str(sh["shard"]), str(sh["state"]), str(sh["cursor"]), detail});
+    }
+    print_table({"SHARD", "STATE", "CURSOR", "DETAIL"}, rows);
+    return exit_ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{
+        "cairn: the operator's tool for a running cairnd (its admin API; see docs/cli.md).\n\n"
+        "Examples:\n"
+        "  cairn status                          shards, journal, queues and readiness on one screen\n"
+        "  cairn dead ls --shard 1               dead letters of shard 1\n"
+        "  cairn dead show 1 42                  one dead letter: its op as JSON and its error history\n"
+        "  cairn dead edit 1 42                  fix its op in $EDITOR, then: cairn dead reinject 1 42\n"
+        "  cairn apply pause --all               stop applying; writes are still acknowledged\n"
+        "  cairn trace 42                        where is write 42?\n"
+        "  CAIRN_URL=http://10.0.0.5:8080 CAIRN_TOKEN=... cairn status --json\n\n"
+        "Settings: flags > environment (CAIRN_URL, CAIRN_TOKEN) > --config (cairnd's TOML: listen address and\n"
+        "port, the first admin token) > defaults (http://127.0.0.1:8080, no token).\n"};
+    app.footer(exit_codes_text);
+    app.require_subcommand(1);
+    settings s;
+    app.add_option("--url", s.url, "cairnd's address, http://host:port (env CAIRN_URL)");
+    app.add_option("--token", s.token, "an admin bearer token (env CAIRN_TOKEN)");
+    app.add_option("-c,--config", s.config_path, "cairnd's TOML config: its listen address and first admin token")
+        ->check(CLI::ExistingFile);
+    app.add_flag("--json", s.json_out, "print the API's JSON instead of tables (for scripts)");
+    app.add_option("--timeout", s.timeout_s, "seconds to wait for cairnd's answer (default 30)")->check(CLI::Range(1u, 3600u));
+    // Global options may come after the subcommand too (cairn status --json).
+    app.fallthrough();
+
+    std::function<int()> run;
+
+    auto* status = app.add_subcommand("status",
+                                      "Shards (up, applied seq, lag, paused), journal (size, map use, queues, oldest\n"
+                                      "unapplied op) and readiness.\n\n"
+                                      "Examples:\n"
+                                      "  cairn status\n"
+                                      "  cairn status --json | jq .shards");
+    status->callback([&] { run = [&] { return cmd_status(s); }; });
+
+    auto* dead = app.add_subcommand("dead",
+                                    "Dead letters: ops a healthy shard refused too often.\n\n"
+                                    "Examples:\n"
+                                    "  cairn dead ls\n"
+                                    "  cairn dead show 1 42\n"
+                                    "  cairn dead edit 1 42 --op '{\"model\":\"edge\",\"graph\":\"follows\",...}'\n"
+                                    "  cairn dead reinject 1 42\n"
+                                    "  cairn dead drop 1 42 --yes");
+    dead->require_subcommand(1);
+
+    dead_filter_args ls_filter;
+    unsigned ls_limit = 100;
+    std::string ls_cursor;
+    auto* dead_ls = dead->add_subcommand("ls",
+                                         "List dead letters, oldest key first, with filters.\n\n"
+                                         "Examples:\n"
+                                         "  cairn dead ls\n"
+                                         "  cairn dead ls --shard 1 --error 'Duplicate entry' --older-than 2h\n"
+                                         "  cairn dead ls --limit 50 --cursor 1-43      the next page\n"
+                                         "  cairn dead ls --json | jq '.dead[].seq'");
+    ls_filter.add_to(dead_ls, true);
+    dead_ls->add_option("--limit", ls_limit, "at most this many (1 to 1000, default 100)")->check(CLI::Range(1u, 1000u));
+    dead_ls->add_option("--cursor", ls_cursor, "continue after the previous page (its next_cursor)");
+    dead_ls->callback([&] { run = [&] { return cmd_dead_ls(s, ls_filter, ls_limit, ls_cursor); }; });
+
+    unsigned key_shard = 0;
+    std::uint64_t key_seq = 0;
+    auto* dead_show = dead->add_subcommand("show",
+                                           "Show one dead letter: its op as JSON (the shape `dead edit` takes) and its\n"
+                                           "full error history.\n\n"
+                                           "Examples:\n"
+                                           "  cairn dead show 1 42\n"
+                                           "  cairn dead show 1 42 --json | jq .op > op.json");
+    dead_show->add_option("shard", key_shard, "the shard")->required();
+    dead_show->add_option("seq", key_seq, "the journal seq")->required();
+    dead_show->callback([&] { run = [&] { return cmd_dead_show(s, key_shard, key_seq); }; });
+
+    std::string edit_op;
+    std::string edit_file;
+    auto* dead_edit = dead->add_subcommand(
+        "edit",
+        "Replace a dead letter's op, validated exactly like a client write. Without --op or --op-file the op\n"
+        "opens in $VISUAL or $EDITOR. Omit \"ts\" to give the op a new timestamp. The op must still write a\n"
+        "row on the dead letter's shard. Then re-inject it.\n\n"
+        "Examples:\n"
+        "  cairn dead edit 1 42\n"
+        "  cairn dead edit 1 42 --op-file op.json\n"
+        "  cairn dead edit 1 42 --op '{\"model\":\"edge\",\"graph\":\"follows\",\"source_id\":5,\"destination_id\":6,\"position\":7}'");
+    dead_edit->add_option("shard", key_shard, "the shard")->required();
+    dead_edit->add_option("seq", key_seq, "the journal seq")->required();
+    auto* op_opt = dead_edit->add_option("--op", edit_op, "the new op as JSON");
+    dead_edit->add_option("--op-file", edit_file, "read the new op from a file (- for stdin)")->excludes(op_opt);
+    dead_edit->callback([&] { run = [&] { return cmd_dead_edit(s, key_shard, key_seq, edit_op, edit_file); }; });
+
+    std::vector<std::uint64_t> set_key;
+    bool set_all = false;
+    dead_filter_args set_filter;
+    bool keep_attempts = false;
+    auto* dead_reinject = dead->add_subcommand(
+        "reinject",
+        "Put dead letters back into the error queue, due now, so that the apply worker retries them through\n"
+        "the normal apply path. Attempts restart at 0 unless --keep-attempts.\n\n"
+        "Examples:\n"
+        "  cairn dead reinject 1 42\n"
+        "  cairn dead reinject --shard 1 --error 'Lock wait'\n"
+        "  cairn dead reinject --all --keep-attempts");
+    dead_reinject->add_option("key", set_key, "SHARD SEQ of one dead letter")->expected(0, 2);
+    dead_reinject->add_flag("--all", set_all, "every dead letter");
+    set_filter.add_to(dead_reinject, true);
+    dead_reinject->add_flag("--keep-attempts", keep_attempts,
+                            "keep the attempt count (one more failure makes the letter dead again)");
+    dead_reinject->callback([&] { run = [&] { return cmd_dead_reinject(s, set_key, set_all, set_filter, keep_attempts); }; });
+
+    bool yes = false;
+    auto* dead_drop = dead->add_subcommand(
+        "drop",
+        "Delete dead letters for good (their writes are never applied). Asks for confirmation unless --yes;\n"
+        "without a terminal it refuses unless --yes.\n\n"
+        "Examples:\n"
+        "  cairn dead drop 1 42\n"
+        "  cairn dead drop --shard 1 --older-than 7d --yes\n"
+        "  cairn dead drop --all --yes");
+    dead_drop->add_option("key", set_key, "SHARD SEQ of one dead letter")->expected(0, 2);
+    dead_drop->add_flag("--all", set_all, "every dead letter");
+    set_filter.add_to(dead_drop, true);
+    dead_drop->add_flag("-y,--yes", yes, "do not ask");
+    dead_drop->callback([&] { run = [&] { return cmd_dead_drop(s, set_key, set_all, set_filter, yes); }; });
+
+    auto* errors = app.add_subcommand("errors",
+                                      "The error queue: ops a shard refused, retried with backoff.\n\n"
+                                      "Examples:\n"
+                                      "  cairn errors ls\n"
+                                      "  cairn errors retry-now");
+    errors->require_subcommand(1);
+    std::optional<unsigned> opt_shard;
+    unsigned errors_limit = 100;
+    auto* errors_ls = errors->add_subcommand("ls",
+                                             "List the error queue, by shard then due time.\n\n"
+                                             "Examples:\n"
+                                             "  cairn errors ls\n"
+                                             "  cairn errors ls --shard 0 --limit 20 --json");
+    errors_ls->add_option("--shard", opt_shard, "only this shard's tasks");
+    errors_ls->add_option("--limit", errors_limit, "at most this many (1 to 1000, default 100)")->check(CLI::Range(1u, 1000u));
+    errors_ls->callback([&] { run = [&] { return cmd_errors_ls(s, opt_shard, errors_limit); }; });
+
+    std::optional<std::uint64_t> opt_seq;
+    auto* errors_retry = errors->add_subcommand("retry-now",
+                                                "Make waiting tasks due now instead of after their backoff.\n\n"
+                                                "Examples:\n"
+                                                "  cairn errors retry-now                 every task\n"
+                                                "  cairn errors retry-now --shard 1\n"
+                                                "  cairn errors retry-now --shard 1 --seq 42");
+    errors_retry->add_option("--shard", opt_shard, "only this shard's tasks");
+    errors_retry->add_option("--seq", opt_seq, "only this seq's task (with --shard)");
+    errors_retry->callback([&] { run = [&] { return cmd_errors_retry_now(s, opt_shard, opt_seq); }; });
+
+    auto* apply = app.add_subcommand("apply",
+                                     "Stop or restart applying journaled writes to shards; writes keep being\n"
+                                     "acknowledged meanwhile. A restart of cairnd resumes (unless apply.paused).\n\n"
+                                     "Examples:\n"
+                                     "  cairn apply pause --all\n"
+                                     "  cairn apply resume --shard 1");
+    apply->require_subcommand(1);
+    bool apply_all = false;
+    auto* pause_cmd = apply->add_subcommand("pause",
+                                        "Stop applying on one shard or all.\n\n"
+                                        "Examples:\n"
+                                        "  cairn apply pause --shard 1\n"
+                                        "  cairn apply pause --all");
+    auto* resume_cmd = apply->add_subcommand("resume",
+                                         "Apply again on one shard or all.\n\n"
+                                         "Examples:\n"
+                                         "  cairn apply resume --shard 1\n"
+                                         "  cairn apply resume --all");
+    for (auto* sub : {pause_cmd, resume_cmd}) {
+        sub->add_option("--shard", opt_shard, "this shard");
+        sub->add_flag("--all", apply_all, "every shard");
+    }
+    pause_cmd->callback([&] { run = [&] { return cmd_apply(s, true, opt_shard, apply_all); }; });
+    resume_cmd->callback([&] { run = [&] { return cmd_apply(s, false, opt_shard, apply_all); }; });
+
+    std::uint64_t trace_seq = 0;
+    auto* trace = app.add_subcommand("trace",
+                                     "Where is one write? journaled / applied on which shards / in the error queue\n"
+                                     "(with its last error) / dead. SEQ is the \"seq\" of the write's acknowledgement.\n\n"
+                                     "Examples:\n"
+                                     "  cairn trace 42\n"
+                                     "  cairn trace 42 --json | jq -r .state");
+    trace->add_option("seq", trace_seq, "the journal seq")->required();
+    trace->callback([&] { run = [&] { return cmd_trace(s, trace_seq); }; });
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        app.exit(e);
+        return exit_usage;
+    }
+    try {
+        resolve_settings(s);
+        return run ? run() : exit_usage;
+    } catch (const cli_exit& e) {
+        std::cerr << e.message << "\n";
+        return e.code;
+    } catch (const std::exception& e) {
+        std::cerr << "cairn: " << e.what() << "\n";
+        return exit_unreachable;
+    }
+}
