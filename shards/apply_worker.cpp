@@ -208,7 +208,10 @@ asio::awaitable<void> apply_worker::async_run() {
         }
         notified_ = false;
         const bool applied = co_await async_apply_batch();
-        const bool retried = co_await async_retry_errors();
+        // A pause that came during the batch holds the error queue too (an operator pauses to
+        // inspect or re-inject, and expects nothing to be retried meanwhile).
+        bool retried = false;
+        if (!paused_) retried = co_await async_retry_errors();
         if (!applied && !retried) co_await async_sleep(100ms);
     }
 }

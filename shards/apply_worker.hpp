@@ -53,6 +53,8 @@ public:
     void stop();
     // New ops were committed (called from the journal's writer thread).
     void notify() noexcept;
+    // While paused the worker neither applies new ops nor retries its error queue; a batch
+    // already under way finishes. Writes keep being journaled.
     void set_paused(bool paused) noexcept;
     bool paused() const noexcept { return paused_.load(); }
 

@@ -1,0 +1,350 @@
+// The `cairn` CLI end to end (issue 7): the real binary against a real cairnd and real shards.
+// A poison op is dead-lettered, shown, edited, re-injected and applied; pause/resume holds and
+// releases apply while writes are acknowledged; trace reports each state; --help of every
+// subcommand leads with examples; --json output parses; settings come from flags, env, config.
+#include "tests/support/e2e.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace cairn::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct cli_run {
+    int code = -1;
+    std::string out;
+    std::string err;
+
+    nlohmann::json json() const { return nlohmann::json::parse(out); }
+};
+
+std::string shell_quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) {
+        if (c == '\'') {
+            q += "'\\''";
+        } else {
+            q += c;
+        }
+    }
+    return q + "'";
+}
+
+// Runs cairn with args and the environment assignments in env (only those: CAIRN_URL and
+// CAIRN_TOKEN of the test's own environment are cleared), stdin from /dev/null.
+cli_run run_cairn(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
+    const std::string err_dir = make_temp_dir("cairn-cli-err");
+    const std::string err_path = err_dir + "/stderr";
+    std::string cmd = "env -u CAIRN_URL -u CAIRN_TOKEN";
+    for (const auto& [k, v] : env) cmd += " " + k + "=" + shell_quote(v);
+    cmd += " " + shell_quote(CAIRN_CAIRN_PATH);
+    for (const auto& a : args) cmd += " " + shell_quote(a);
+    cmd += " </dev/null 2>" + shell_quote(err_path);
+    cli_run r;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    if (p == nullptr) return r;
+    char buf[4096];
+    std::size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    const int status = ::pclose(p);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream in(err_path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    r.err = ss.str();
+    std::error_code ignored;
+    std::filesystem::remove_all(err_dir, ignored);
+    return r;
+}
+
+class cli : public ::testing::Test {
+protected:
+    void start(const std::string& db, const std::string& extra_toml = {}) {
+        fresh_database(db);
+        cairnd_options o;
+        o.database = db;
+        o.retry_attempts_max = 2;
+        o.extra_toml = extra_toml;
+        cairnd_ = std::make_unique<cairnd_process>(o);
+        ASSERT_TRUE(cairnd_->start()) << cairnd_->log_tail();
+        url_ = fmt::format("http://127.0.0.1:{}", cairnd_->port());
+    }
+    void TearDown() override {
+        if (cairnd_ && HasFailure()) std::cerr << "cairnd log:\n" << cairnd_->log_tail() << "\n";
+        if (cairnd_) {
+            EXPECT_EQ(cairnd_->terminate(), 0) << cairnd_->log_tail();
+        }
+    }
+    // cairn with --url of this test's cairnd.
+    cli_run cairn(std::vector<std::string> args) {
+        args.insert(args.begin(), {"--url", url_});
+        return run_cairn(args);
+    }
+    nlohmann::json cairn_json(std::vector<std::string> args) {
+        args.push_back("--json");
+        auto r = cairn(args);
+        EXPECT_EQ(r.code, 0) << r.err << r.out;
+        return r.code == 0 ? r.json() : nlohmann::json();
+    }
+    std::uint64_t write(const std::string& body) {
+        auto w = http_post(cairnd_->port(), "/v1/graphs/follows/edges", body);
+        EXPECT_TRUE(w && w->status == 202) << (w ? w->body : "no answer");
+        return w && w->status == 202 ? nlohmann::json::parse(w->body)["seq"].get<std::uint64_t>() : 0;
+    }
+    // Polls `cairn trace seq --json` until its state is `state`; returns the last trace.
+    nlohmann::json wait_trace(std::uint64_t seq, const std::string& state) {
+        nlohmann::json t;
+        const auto deadline = std::chrono::steady_clock::now() + 30s;
+        while (std::chrono::steady_clock::now() < deadline) {
+            t = cairn_json({"trace", std::to_string(seq)});
+            if (t.value("state", "") == state) break;
+            std::this_thread::sleep_for(50ms);
+        }
+        return t;
+    }
+
+    std::unique_ptr<cairnd_process> cairnd_;
+    std::string url_;
+};
+
+// The shard refuses the forward row of any edge at position 666; the same edge elsewhere is fine.
+void add_poison_trigger(const std::string& db) {
+    for (const auto& s : test_shards()) {
+        ASSERT_TRUE(exec_sql(s, {"CREATE TRIGGER poison BEFORE INSERT ON edges FOR EACH ROW "
+                                 "IF NEW.position = 666 AND NEW.direction = 0 THEN "
+                                 "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'position 666 is refused'; END IF"},
+                             db));
+    }
+}
+
+TEST_F(cli, a_dead_letter_is_shown_edited_reinjected_and_applied) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    const std::string db = "cairn_cli_dead";
+    start(db);
+    ASSERT_TRUE(wait_applied(cairnd_->port(), 20s));
+    add_poison_trigger(db);
+    const std::uint64_t seq = write(R"({"source_id": 5, "destination_id": 6, "position": 666})");
+    ASSERT_GT(seq, 0u);
+
+    // Refused twice (retry_attempts_max = 2), then dead; trace says so with the shard's error.
+    auto dead_trace = wait_trace(seq, "dead");
+    ASSERT_EQ(dead_trace["state"], "dead") << dead_trace.dump();
+    std::uint32_t shard = 0;
+    for (const auto& s : dead_trace["shards"]) {
+        if (s["state"] == "dead") {
+            shard = s["shard"].get<std::uint32_t>();
+            EXPECT_NE(s["last_error"].get<std::string>().find("position 666 is refused"), std::string::npos) << s.dump();
+        }
+    }
+    const std::string shard_s = std::to_string(shard);
+    const std::string seq_s = std::to_string(seq);
+
+    auto ls = cairn_json({"dead", "ls"});
+    ASSERT_EQ(ls["dead"].size(), 1u) << ls.dump();
+    EXPECT_EQ(ls["dead"][0]["seq"], seq);
+    EXPECT_EQ(ls["dead"][0]["op"]["position"], 666);
+    EXPECT_EQ(cairn_json({"dead", "ls", "--error", "no such text"})["dead"].size(), 0u);
+    EXPECT_EQ(cairn_json({"dead", "ls", "--error", "666 is refused", "--shard", shard_s})["dead"].size(), 1u);
+    auto table = cairn({"dead", "ls"});
+    EXPECT_EQ(table.code, 0);
+    EXPECT_NE(table.out.find("LAST ERROR"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("position 666 is refused"), std::string::npos) << table.out;
+
+    auto shown = cairn_json({"dead", "show", shard_s, seq_s});
+    EXPECT_EQ(shown["attempts"], 2);
+    ASSERT_EQ(shown["errors"].size(), 2u) << shown.dump();
+    EXPECT_EQ(shown["op"]["graph"], "follows");
+    EXPECT_EQ(shown["op"]["source_id"], 5);
+
+    // An edit is validated like a client write: a misspelt field is refused (exit 1), and nothing changes.
+    nlohmann::json bad = shown["op"];
+    bad["positon"] = 667;
+    auto refused = cairn({"dead", "edit", shard_s, seq_s, "--op", bad.dump()});
+    EXPECT_EQ(refused.code, 1) << refused.err;
+    EXPECT_NE(refused.err.find("positon"), std::string::npos) << refused.err;
+    EXPECT_EQ(cairn_json({"dead", "show", shard_s, seq_s})["op"]["position"], 666);
+
+    nlohmann::json fixed = shown["op"];
+    fixed["position"] = 667;
+    auto edited = cairn_json({"dead", "edit", shard_s, seq_s, "--op", fixed.dump()});
+    EXPECT_EQ(edited["op"]["position"], 667);
+    EXPECT_EQ(edited["op"]["ts"], shown["op"]["ts"]);
+
+    // Re-inject while this shard is paused: the task waits in the error queue with its last error.
+    auto paused = cairn_json({"apply", "pause", "--shard", shard_s});
+    EXPECT_EQ(paused["shards"][shard]["paused"], true);
+    auto reinjected = cairn_json({"dead", "reinject", shard_s, seq_s});
+    EXPECT_EQ(reinjected["reinjected"], 1);
+    EXPECT_EQ(reinjected["attempts_reset"], true);
+    auto queued = cairn_json({"trace", seq_s});
+    EXPECT_EQ(queued["state"], "error_queue") << queued.dump();
+    EXPECT_EQ(queued["shards"][shard]["attempts"], 0);
+    auto errors = cairn_json({"errors", "ls"});
+    ASSERT_EQ(errors["errors"].size(), 1u) << errors.dump();
+    EXPECT_EQ(errors["errors"][0]["op"]["position"], 667);
+    EXPECT_EQ(cairn_json({"dead", "ls"})["dead"].size(), 0u);
+
+    // Resumed, the edited op goes through the normal apply path and lands on the shard.
+    cairn_json({"apply", "resume", "--shard", shard_s});
+    auto applied = wait_trace(seq, "applied");
+    EXPECT_EQ(applied["state"], "applied") << applied.dump();
+    auto edge = http_get(cairnd_->port(), "/v1/graphs/follows/edges/5/6");
+    ASSERT_TRUE(edge);
+    ASSERT_EQ(edge->status, 200) << edge->body;
+    EXPECT_EQ(nlohmann::json::parse(edge->body)["position"], 667);
+    auto status = cairn_json({"status"});
+    EXPECT_EQ(status["journal"]["dead_letters"], 0);
+    EXPECT_EQ(status["journal"]["error_queue"], 0);
+    EXPECT_EQ(cairn_json({"errors", "ls"})["errors"].size(), 0u);
+}
+
+TEST_F(cli, a_poison_op_can_be_dropped_only_with_confirmation) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    const std::string db = "cairn_cli_drop";
+    start(db);
+    ASSERT_TRUE(wait_applied(cairnd_->port(), 20s));
+    add_poison_trigger(db);
+    const std::uint64_t seq = write(R"({"source_id": 8, "destination_id": 9, "position": 666})");
+    auto t = wait_trace(seq, "dead");
+    ASSERT_EQ(t["state"], "dead") << t.dump();
+    // No terminal and no --yes: refused with exit 4, nothing dropped.
+    auto asked = cairn({"dead", "drop", "--all"});
+    EXPECT_EQ(asked.code, 4) << asked.err;
+    EXPECT_EQ(cairn_json({"dead", "ls"})["dead"].size(), 1u);
+    auto none = cairn({"dead", "drop"});
+    EXPECT_EQ(none.code, 2) << none.err;
+    auto dropped = cairn_json({"dead", "drop", "--error", "666", "--yes"});
+    EXPECT_EQ(dropped["dropped"], 1);
+    EXPECT_EQ(cairn_json({"dead", "ls"})["dead"].size(), 0u);
+    auto missing = cairn({"dead", "show", "0", std::to_string(seq)});
+    EXPECT_EQ(missing.code, 1);
+}
+
+TEST_F(cli, pause_holds_apply_while_writes_are_acknowledged_and_resume_releases_it) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    start("cairn_cli_pause");
+    ASSERT_TRUE(wait_applied(cairnd_->port(), 20s));
+    auto paused = cairn_json({"apply", "pause", "--all"});
+    ASSERT_EQ(paused["shards"].size(), 2u);
+    for (const auto& s : paused["shards"]) EXPECT_EQ(s["paused"], true);
+
+    std::uint64_t last = 0;
+    for (int i = 0; i < 20; ++i) last = write(fmt::format(R"({{"source_id": {}, "destination_id": {}}})", 100 + i, 200 + i));
+    ASSERT_GT(last, 0u);
+    auto journaled = cairn_json({"trace", std::to_string(last)});
+    EXPECT_EQ(journaled["state"], "journaled") << journaled.dump();
+    EXPECT_EQ(journaled["in_journal"], true);
+    auto status = cairn_json({"status"});
+    EXPECT_EQ(status["journal"]["last_seq"], last);
+    EXPECT_FALSE(status["journal"]["oldest_unapplied"].is_null());
+    std::uint64_t lag = 0;
+    for (const auto& s : status["shards"]) {
+        EXPECT_EQ(s["paused"], true);
+        lag += s["lag_ops"].get<std::uint64_t>();
+    }
+    EXPECT_GT(lag, 0u);
+    auto table = cairn({"status"});
+    EXPECT_EQ(table.code, 0);
+    EXPECT_NE(table.out.find("PAUSED"), std::string::npos) << table.out;
+    // Still held: the edge is not on its shard.
+    auto before = http_get(cairnd_->port(), "/v1/graphs/follows/edges/119/219");
+    ASSERT_TRUE(before);
+    EXPECT_EQ(before->status, 404);
+
+    auto resumed = cairn_json({"apply", "resume", "--all"});
+    for (const auto& s : resumed["shards"]) EXPECT_EQ(s["paused"], false);
+    ASSERT_TRUE(wait_applied(cairnd_->port(), 20s));
+    auto applied = cairn_json({"trace", std::to_string(last)});
+    EXPECT_EQ(applied["state"], "applied") << applied.dump();
+    auto after = http_get(cairnd_->port(), "/v1/graphs/follows/edges/119/219");
+    ASSERT_TRUE(after);
+    EXPECT_EQ(after->status, 200);
+    EXPECT_TRUE(cairn_json({"status"})["journal"]["oldest_unapplied"].is_null());
+    // A seq not written yet is a 404: exit 1.
+    auto future = cairn({"trace", std::to_string(last + 1000)});
+    EXPECT_EQ(future.code, 1) << future.err;
+}
+
+TEST_F(cli, settings_come_from_flags_then_environment_then_the_config_file) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    const std::string token = "cli-test-admin-token-0123456789";
+    start("cairn_cli_settings", fmt::format("[[tokens]]\ntoken = \"cli-test-reader-token-0123456\"\nrole = \"read\"\n"
+                                            "[[tokens]]\ntoken = \"{}\"\nrole = \"admin\"\n", token));
+    const std::string port = std::to_string(cairnd_->port());
+    // No token: 401, exit 5.
+    EXPECT_EQ(run_cairn({"status"}, {{"CAIRN_URL", url_}}).code, 5);
+    EXPECT_EQ(run_cairn({"status"}, {{"CAIRN_URL", url_}, {"CAIRN_TOKEN", "cli-test-reader-token-0123456"}}).code, 5);
+    EXPECT_EQ(run_cairn({"status", "--json"}, {{"CAIRN_URL", url_}, {"CAIRN_TOKEN", token}}).code, 0);
+    // A flag beats the environment.
+    auto flagged = run_cairn({"--url", url_, "--token", token, "status"},
+                             {{"CAIRN_URL", "http://127.0.0.1:1"}, {"CAIRN_TOKEN", "wrong-token-wrong-token"}});
+    EXPECT_EQ(flagged.code, 0) << flagged.err;
+    // The config file gives the listen port and the first admin token.
+    const std::string dir = make_temp_dir("cairn-cli-config");
+    const std::string config = dir + "/cairnd.toml";
+    std::ofstream(config) << "[listen]\naddress = \"127.0.0.1\"\nport = " << port
+                          << "\n[[tokens]]\ntoken = \"cli-test-reader-token-0123456\"\nrole = \"read\"\n"
+                          << "[[tokens]]\ntoken = \"" << token << "\"\nrole = \"admin\"\n";
+    auto from_config = run_cairn({"--config", config, "status", "--json"});
+    EXPECT_EQ(from_config.code, 0) << from_config.err;
+    EXPECT_EQ(from_config.json()["ready"], true);
+    // The environment beats the config file.
+    EXPECT_EQ(run_cairn({"--config", config, "status"}, {{"CAIRN_URL", "http://127.0.0.1:1"}}).code, 3);
+    // Not an http:// URL, or an unknown flag: usage errors.
+    EXPECT_EQ(run_cairn({"--url", "ftp://x", "status"}).code, 2);
+    EXPECT_EQ(run_cairn({"status", "--no-such-flag"}).code, 2);
+}
+
+TEST(cli_help, every_subcommand_has_help_that_leads_with_examples) {
+    const std::vector<std::vector<std::string>> commands = {
+        {},
+        {"status"},
+        {"dead"},
+        {"dead", "ls"},
+        {"dead", "show"},
+        {"dead", "edit"},
+        {"dead", "reinject"},
+        {"dead", "drop"},
+        {"errors"},
+        {"errors", "ls"},
+        {"errors", "retry-now"},
+        {"apply"},
+        {"apply", "pause"},
+        {"apply", "resume"},
+        {"trace"},
+    };
+    for (auto args : commands) {
+        const std::string name = args.empty() ? "cairn" : fmt::format("cairn {}", fmt::join(args, " "));
+        args.push_back("--help");
+        auto r = run_cairn(args);
+        EXPECT_EQ(r.code, 0) << name << ": " << r.err;
+        // Examples come first: within the description, before the usage line and the options.
+        const auto examples = r.out.find("Examples:");
+        const auto usage = r.out.find("Usage:");
+        ASSERT_NE(examples, std::string::npos) << name << ":\n" << r.out;
+        ASSERT_NE(usage, std::string::npos) << name << ":\n" << r.out;
+        EXPECT_LT(examples, usage) << name;
+        EXPECT_LT(std::count(r.out.begin(), r.out.begin() + static_cast<std::ptrdiff_t>(examples), '\n'), 5) << name;
+        EXPECT_NE(r.out.find("  cairn " + (args.size() > 1 ? fmt::format("{}", fmt::join(args.begin(), args.end() - 1, " ")) : std::string())),
+                  std::string::npos)
+            << name << " has no example of itself:\n" << r.out;
+    }
+    auto top = run_cairn({"--help"});
+    EXPECT_NE(top.out.find("Exit codes:"), std::string::npos) << top.out;
+}
+
+}  // namespace
+}  // namespace cairn::test
