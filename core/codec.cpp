@@ -1,23 +1,17 @@
 #include "core/codec.hpp"
 
-#include "core/assert.hpp"
-#include "core/edge_rules.hpp"
-
-#include <msgpack.hpp>
+#include "core/detail/op_record.hpp"
 
 namespace cairn::core {
 namespace {
 
-struct string_writer {
-    std::string& out;
-    void write(const char* data, std::size_t size) { out.append(data, size); }
-};
-
-// Record layout (array): [version, op_id, ts, model, model fields...]
-// edge fields: graph (str), source_id (int), destination_id (int), state (uint),
-//              position (int), sets_position (bool)
-constexpr std::uint32_t edge_record_fields = 10;
-
+// Turns a model's unpacked body into the op (or passes its error on).
+template <class Body>
+result<op> finish(op out, result<Body> body) {
+    if (!body) return body.error();
+    out.body = std::move(body.value());
+    return out;
+}
 
 }  // namespace
 
@@ -31,25 +25,16 @@ bool valid_graph_name(std::string_view graph) noexcept {
 }
 
 void encode_op(const op& o, std::string& out) {
-    string_writer w{out};
-    msgpack::packer<string_writer> pk(w);
+    detail::string_writer w{out};
+    detail::record_packer pk(w);
     std::visit(
         [&](const auto& body) {
-            using T = std::decay_t<decltype(body)>;
-            if constexpr (std::is_same_v<T, edge_op>) {
-                CAIRN_ASSERT(valid_graph_name(body.graph));
-                pk.pack_array(edge_record_fields);
-                pk.pack(op_format_version);
-                pk.pack(o.op_id);
-                pk.pack(o.ts);
-                pk.pack(static_cast<std::uint8_t>(model::edge));
-                pk.pack(body.graph);
-                pk.pack(body.source_id);
-                pk.pack(body.destination_id);
-                pk.pack(static_cast<std::uint8_t>(body.state));
-                pk.pack(body.position);
-                pk.pack(body.sets_position);
-            }
+            pk.pack_array(detail::record_header_fields + detail::field_count(body));
+            pk.pack(op_format_version);
+            pk.pack(o.op_id);
+            pk.pack(o.ts);
+            pk.pack(static_cast<std::uint8_t>(o.kind()));
+            detail::pack_fields(pk, body);
         },
         o.body);
 }
@@ -63,36 +48,27 @@ std::string encode_op(const op& o) {
 result<op> decode_op(std::span<const char> bytes) {
     if (bytes.size() > op_record_bytes_max) return errc::journal_corrupt;
     try {
-        // Limits: arrays, maps, strings and nesting are small in every valid record.
-        const msgpack::unpack_limit limit(64, 16, 1024, 1024, 1024, 4);
+        // Limits (array, map, str, bin, ext, depth): records are flat arrays of scalars and
+        // byte strings, none longer than a record.
+        const msgpack::unpack_limit limit(64, 64, op_record_bytes_max, op_record_bytes_max, 1024, 4);
         std::size_t offset = 0;
-        msgpack::object_handle oh =
-            msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr, nullptr, limit);
+        msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr, nullptr, limit);
         if (offset != bytes.size()) return errc::journal_corrupt;
         const msgpack::object& obj = oh.get();
-        if (obj.type != msgpack::type::ARRAY || obj.via.array.size < 4) return errc::journal_corrupt;
+        if (obj.type != msgpack::type::ARRAY || obj.via.array.size < detail::record_header_fields) {
+            return errc::journal_corrupt;
+        }
         const msgpack::object* f = obj.via.array.ptr;
         if (f[0].as<std::uint8_t>() != op_format_version) return errc::journal_corrupt;
         op out;
         out.op_id = f[1].as<std::uint64_t>();
         out.ts = f[2].as<std::uint64_t>();
-        const auto kind = f[3].as<std::uint8_t>();
-        if (kind == static_cast<std::uint8_t>(model::edge)) {
-            if (obj.via.array.size != edge_record_fields) return errc::journal_corrupt;
-            edge_op e;
-            e.graph = f[4].as<std::string>();
-            e.source_id = f[5].as<std::int64_t>();
-            e.destination_id = f[6].as<std::int64_t>();
-            auto state = edge_state_from_code(f[7].as<std::uint8_t>());
-            if (!state) return errc::journal_corrupt;
-            e.state = *state;
-            e.position = f[8].as<std::int64_t>();
-            e.sets_position = f[9].as<bool>();
-            if (!valid_graph_name(e.graph)) return errc::journal_corrupt;
-            out.body = std::move(e);
-            return out;
+        const detail::record_fields fields(f + detail::record_header_fields,
+                                           obj.via.array.size - detail::record_header_fields);
+        switch (static_cast<model>(f[3].as<std::uint8_t>())) {
+            case model::edge: return finish(std::move(out), detail::unpack_edge(fields));
+            default: return errc::journal_corrupt;
         }
-        return errc::journal_corrupt;
     } catch (const std::exception&) {
         return errc::journal_corrupt;
     }

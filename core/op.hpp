@@ -1,15 +1,24 @@
 // The op: one client write as it travels journal -> apply. Plain values, no I/O.
-// A new data model adds an alternative to op_body and a case to each visitor; the journal
-// and the apply workers stay as they are.
+//
+// Adding a data model (the journal and the apply workers stay as they are):
+//  1. its op struct, with `static constexpr model kind = model::<name>;`, as an alternative of op_body;
+//  2. its record fields in core/codec.cpp (encode and the decode switch; see core/detail/op_record.hpp);
+//  3. its rows in shards/model_dispatch.cpp (which shards it touches, its schema, its apply function).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 
 namespace cairn::core {
 
-enum class model : std::uint8_t { edge = 1 };
+// Stored in every journal record: the values never change meaning.
+enum class model : std::uint8_t { edge = 1, node = 2, entity = 3, cell = 4, counter = 5 };
+
+std::string_view model_name(model m) noexcept;
+std::optional<model> model_from_name(std::string_view name) noexcept;
 
 // FlockDB's edge states and their stored codes.
 enum class edge_state : std::uint8_t { normal = 0, removed = 1, archived = 2, negative = 3 };
@@ -17,6 +26,7 @@ enum class edge_state : std::uint8_t { normal = 0, removed = 1, archived = 2, ne
 inline constexpr std::size_t graph_name_bytes_max = 32;
 
 struct edge_op {
+    static constexpr model kind = model::edge;
     std::string graph;             // [A-Za-z0-9_]{1,32}
     std::int64_t source_id = 0;    // >= 0
     std::int64_t destination_id = 0;
@@ -34,7 +44,9 @@ struct op {
     std::uint64_t ts = 0;     // hybrid logical clock; see hlc.hpp
     op_body body;
 
-    model kind() const noexcept { return static_cast<model>(body.index() + 1); }
+    model kind() const noexcept {
+        return std::visit([](const auto& b) { return std::decay_t<decltype(b)>::kind; }, body);
+    }
     friend bool operator==(const op&, const op&) = default;
 };
 

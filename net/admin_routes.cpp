@@ -14,6 +14,7 @@
 #include "shards/apply_worker.hpp"
 #include "shards/edge_store.hpp"
 #include "shards/journal_await.hpp"
+#include "shards/model_dispatch.hpp"
 
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
@@ -494,11 +495,7 @@ asio::awaitable<response> async_edit_dead(gateway& gw, route_context& ctx) {
     const auto old = decode(d.value().task.op_bytes);
     // The op keeps its identity; only what it writes changes.
     edited.op_id = old ? old->op_id : core::make_op_id(gw.journal.node_id(), key->second);
-    bool on_shard = false;
-    for (const auto& row : shards::edge_rows_of(std::get<core::edge_op>(edited.body), gw.map)) {
-        if (row.first == key->first) on_shard = true;
-    }
-    if (!on_shard) {
+    if (!shards::touches_shard(edited, gw.map, key->first)) {
         co_return unprocessable(req,
                                 fmt::format("the edited op writes no row on shard {}, which is the shard this dead "
                                             "letter is re-applied on; keep the node whose row failed on it",
@@ -754,7 +751,7 @@ response trace(gateway& gw, route_context& ctx) {
         }
     }
     if (op) {
-        for (const auto& row : shards::edge_rows_of(std::get<core::edge_op>(op->body), gw.map)) involved.insert(row.first);
+        for (const auto s : shards::shards_of(*op, gw.map)) involved.insert(s);
         out["op"] = op_json(*op);
         out["op_id"] = std::to_string(op->op_id);
         out["ts"] = std::to_string(op->ts);

@@ -5,9 +5,9 @@
 #include "core/hlc.hpp"
 #include "core/log_task_end.hpp"
 #include "journal/journal.hpp"
-#include "shards/edge_store.hpp"
 #include "shards/journal_await.hpp"
 #include "shards/mariadb_conn.hpp"
+#include "shards/model_dispatch.hpp"
 #include "shards/pool.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -37,17 +37,6 @@ constexpr int retry_now_max = 5;
 std::string describe_failure(const core::error_code& ec, const mariadb_conn& conn) {
     if (conn.last_errno() != 0) return fmt::format("{} ({}: {})", ec.message(), conn.last_errno(), conn.last_error());
     return ec.message();
-}
-
-bool touches_shard(const core::op& o, const core::shard_map& map, core::shard_index shard) {
-    return std::visit(
-        [&](const auto& body) {
-            for (const auto& [s, key] : edge_rows_of(body, map)) {
-                if (s == shard) return true;
-            }
-            return false;
-        },
-        o.body);
 }
 
 }  // namespace
@@ -175,15 +164,14 @@ std::chrono::milliseconds apply_worker::retry_delay(std::uint32_t attempts) {
 asio::awaitable<core::result<void>> apply_worker::async_apply(mariadb_conn& conn, const core::shard_map& map,
                                                               core::shard_index shard,
                                                               std::span<const core::op* const> ops) {
-    // Every model that joins adds its rows here; edges are the only one yet.
-    co_return co_await async_apply_edges(conn, map, shard, ops);
+    co_return co_await async_apply_ops(conn, map, shard, ops);
 }
 
 asio::awaitable<void> apply_worker::async_ensure_schema() {
     while (!stopping_) {
         auto lease = co_await pool_.async_acquire();
         if (lease) {
-            auto r = co_await async_create_edge_schema(*lease.value());
+            auto r = co_await async_create_schema(*lease.value());
             if (r) {
                 shard_up_ = true;
                 m_up_.set(1);

@@ -1,0 +1,35 @@
+// The msgpack side of journal records, shared by core/codec.cpp and each model's record
+// fields (core/<model>_codec.cpp). Only those files include it: it pulls in msgpack.
+//
+// A record is one array: [version, op_id, ts, model, model fields...]. A model's fields are
+// written by pack_fields(packer, body) after the header, and read back by its unpack function
+// from the array's elements after the header. Unpack functions may let msgpack-c's type_error
+// escape: decode_op turns every exception into errc::journal_corrupt.
+#pragma once
+
+#include "core/op.hpp"
+#include "core/result.hpp"
+
+#include <msgpack.hpp>
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace cairn::core::detail {
+
+struct string_writer {
+    std::string& out;
+    void write(const char* data, std::size_t size) { out.append(data, size); }
+};
+using record_packer = msgpack::packer<string_writer>;
+using record_fields = std::span<const msgpack::object>;
+
+inline constexpr std::uint32_t record_header_fields = 4;
+
+// Edges (core/edge_codec.cpp).
+std::uint32_t field_count(const edge_op& e) noexcept;
+void pack_fields(record_packer& pk, const edge_op& e);
+result<edge_op> unpack_edge(record_fields f);
+
+}  // namespace cairn::core::detail

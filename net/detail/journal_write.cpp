@@ -1,0 +1,124 @@
+#include "net/detail/journal_write.hpp"
+
+#include "journal/journal.hpp"
+#include "net/detail/applied_wait.hpp"
+#include "net/gateway.hpp"
+#include "net/problem.hpp"
+#include "shards/journal_await.hpp"
+#include "shards/model_dispatch.hpp"
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace cairn::net::detail {
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+constexpr std::size_t idempotency_key_bytes_max = 200;
+
+response journal_error(const request& req, const core::error_code& ec) {
+    response res;
+    if (ec == core::errc::journal_full) {
+        res = problem(http::status::service_unavailable, "journal-full", "Journal full",
+                      "the journal has reached its size limit; writes resume when applied ops are retired",
+                      std::nullopt, req.version(), req.keep_alive());
+        res.set(http::field::retry_after, "30");
+    } else if (ec == core::errc::overloaded) {
+        res = problem(http::status::service_unavailable, "overloaded", "Overloaded",
+                      "too many writes are waiting to be journaled or applied; retry later", std::nullopt,
+                      req.version(), req.keep_alive());
+        res.set(http::field::retry_after, "1");
+    } else if (ec == core::errc::shutting_down) {
+        res = problem(http::status::service_unavailable, "shutting-down", "Shutting down",
+                      "this gateway is shutting down; retry on another or later", std::nullopt, req.version(),
+                      req.keep_alive());
+        res.set(http::field::retry_after, "5");
+    } else {
+        res = problem(http::status::service_unavailable, "journal-failed", "Journal failed",
+                      "the journal cannot commit; this gateway must restart (nothing acknowledged is lost)",
+                      std::nullopt, req.version(), req.keep_alive());
+        res.set(http::field::retry_after, "10");
+    }
+    return res;
+}
+
+std::string render_appended(const journal::appended& a) {
+    if (a.ts.size() == 1) {
+        return fmt::format(R"({{"seq":{},"ts":"{}","op_id":"{}","deduplicated":{}}})", a.last_seq, a.ts[0],
+                           a.op_ids[0], a.deduplicated);
+    }
+    std::string out = fmt::format(R"({{"first_seq":{},"seq":{},"count":{},"deduplicated":{},"ts":[)", a.first_seq,
+                                  a.last_seq, a.ts.size(), a.deduplicated);
+    for (std::size_t i = 0; i < a.ts.size(); ++i) fmt::format_to(std::back_inserter(out), "{}\"{}\"", i ? "," : "", a.ts[i]);
+    out += "]}";
+    return out;
+}
+
+}  // namespace
+
+asio::awaitable<response> async_journal_write(gateway& gw, route_context& ctx, std::vector<core::op> ops) {
+    const auto& req = ctx.req;
+    const auto wait_mode = ctx.query_param("wait");
+    if (wait_mode && *wait_mode != "applied") {
+        co_return bad_field(req, "wait", "must be \"applied\" (answer once every shard the write touches applied it)");
+    }
+    // after= is not a write parameter; parse_wait_params only contributes timeout_ms here.
+    auto wait = parse_wait_params(ctx, gw.lim, 0);
+    if (auto* e = std::get_if<input_error>(&wait)) co_return bad_field(req, e->field, e->detail);
+    const auto wait_timeout = std::get<wait_params>(wait).timeout;
+    std::vector<core::shard_index> touched;
+    if (wait_mode) {
+        for (const auto& o : ops) {
+            for (const auto s : shards::shards_of(o, gw.map)) touched.push_back(s);
+        }
+        std::sort(touched.begin(), touched.end());
+        touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    }
+    std::string key;
+    if (auto it = req.find("Idempotency-Key"); it != req.end()) {
+        key = std::string(it->value());
+        if (key.empty() || key.size() > idempotency_key_bytes_max) {
+            co_return problem(http::status::bad_request, "invalid-field", "Invalid request",
+                              fmt::format("Idempotency-Key must be 1 to {} bytes", idempotency_key_bytes_max),
+                              "Idempotency-Key", req.version(), req.keep_alive());
+        }
+    }
+    // Backpressure: while the journal's queue is full, this request waits (bounded) rather
+    // than queue without limit; past the deadline it is refused with Retry-After.
+    const auto deadline = std::chrono::steady_clock::now() + gw.lim.journal_wait_max;
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    for (auto delay = 1ms;; delay = std::min(delay * 2, 50ms)) {
+        auto r = co_await shards::async_append(gw.journal, ops, key);
+        if (r) {
+            if (wait_mode) {
+                auto behind = co_await async_wait_applied(gw, r.value().last_seq, std::move(touched), wait_timeout);
+                if (!behind.empty()) {
+                    co_return not_applied_problem(req, r.value().last_seq, behind, wait_timeout,
+                                               "; the write is durable in the journal and will be applied");
+                }
+            }
+            response res{http::status::accepted, req.version()};
+            res.set(http::field::content_type, "application/json");
+            res.keep_alive(req.keep_alive());
+            res.body() = render_appended(r.value());
+            res.prepare_payload();
+            co_return res;
+        }
+        if (r.error() != core::errc::overloaded || std::chrono::steady_clock::now() + delay > deadline) {
+            co_return journal_error(req, r.error());
+        }
+        timer.expires_after(delay);
+        core::error_code ec;
+        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+}
+
+}  // namespace cairn::net::detail

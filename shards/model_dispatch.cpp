@@ -1,0 +1,84 @@
+#include "shards/model_dispatch.hpp"
+
+#include "core/assert.hpp"
+#include "shards/edge_store.hpp"
+
+#include <algorithm>
+
+namespace cairn::shards {
+namespace {
+
+namespace asio = boost::asio;
+
+// Models whose ops share one apply function (and so one transaction per batch).
+enum class apply_family : std::uint8_t { edges };
+
+apply_family family_of(const core::op& o) noexcept {
+    switch (o.kind()) {
+        case core::model::edge: return apply_family::edges;
+        default: break;
+    }
+    CAIRN_ASSERT(false && "an op of a model without an apply function");
+    return apply_family::edges;
+}
+
+asio::awaitable<core::result<void>> async_apply_family(apply_family f, mariadb_conn& conn,
+                                                       const core::shard_map& map, core::shard_index shard,
+                                                       std::span<const core::op* const> ops) {
+    switch (f) {
+        case apply_family::edges: co_return co_await async_apply_edges(conn, map, shard, ops);
+    }
+    co_return core::errc::shard_rejected;
+}
+
+// The rows' shards of one model's op body.
+void add_shards(const core::edge_op& e, const core::shard_map& map, std::vector<core::shard_index>& out) {
+    for (const auto& row : edge_rows_of(e, map)) out.push_back(row.first);
+}
+
+}  // namespace
+
+std::vector<core::shard_index> shards_of(const core::op& o, const core::shard_map& map) {
+    std::vector<core::shard_index> out;
+    std::visit([&](const auto& body) { add_shards(body, map, out); }, o.body);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+bool touches_shard(const core::op& o, const core::shard_map& map, core::shard_index shard) {
+    const auto s = shards_of(o, map);
+    return std::binary_search(s.begin(), s.end(), shard);
+}
+
+asio::awaitable<core::result<void>> async_create_schema(mariadb_conn& conn) {
+    auto r = co_await async_create_edge_schema(conn);
+    if (!r) co_return r;
+    co_return core::success();
+}
+
+asio::awaitable<core::result<void>> async_apply_ops(mariadb_conn& conn, const core::shard_map& map,
+                                                    core::shard_index shard, std::span<const core::op* const> ops) {
+    if (ops.empty()) co_return core::success();
+    const apply_family first = family_of(*ops.front());
+    const bool one_family =
+        std::all_of(ops.begin(), ops.end(), [&](const core::op* o) { return family_of(*o) == first; });
+    if (one_family) co_return co_await async_apply_family(first, conn, map, shard, ops);
+    // Mixed batch: one transaction per family, in the order the families first appear.
+    std::vector<apply_family> order;
+    for (const core::op* o : ops) {
+        if (std::find(order.begin(), order.end(), family_of(*o)) == order.end()) order.push_back(family_of(*o));
+    }
+    std::vector<const core::op*> group;
+    for (const apply_family f : order) {
+        group.clear();
+        for (const core::op* o : ops) {
+            if (family_of(*o) == f) group.push_back(o);
+        }
+        auto r = co_await async_apply_family(f, conn, map, shard, group);
+        if (!r) co_return r;
+    }
+    co_return core::success();
+}
+
+}  // namespace cairn::shards

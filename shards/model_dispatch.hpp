@@ -1,0 +1,37 @@
+// Where each data model's ops meet the apply workers: which shards an op writes rows on, every
+// model's tables, and the apply function of each model. The apply worker, the admin API and
+// the tools call these and never name a model. A new model adds one line to each function in
+// model_dispatch.cpp (see core/op.hpp for the whole list of steps).
+#pragma once
+
+#include <utility>  // Boost 1.74's awaitable.hpp forgets it.
+
+#include "core/op.hpp"
+#include "core/result.hpp"
+#include "core/shard_map.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <span>
+#include <vector>
+
+namespace cairn::shards {
+
+class mariadb_conn;
+
+// The shards the op writes rows on: sorted, without duplicates, never empty.
+std::vector<core::shard_index> shards_of(const core::op& o, const core::shard_map& map);
+bool touches_shard(const core::op& o, const core::shard_map& map, core::shard_index shard);
+
+// Creates every model's tables if missing. Errors: those of mariadb_conn.
+boost::asio::awaitable<core::result<void>> async_create_schema(mariadb_conn& conn);
+
+// Applies the rows of ops that live on `shard` (ops of several models: each model's ops in
+// their own transaction, in the order of the models' first ops). Idempotent and commutative,
+// so that a failure part-way leaves nothing that applying again would not fix. Errors: those
+// of the models' apply functions (shard_unavailable, shard_timeout, shard_retry, shard_rejected).
+boost::asio::awaitable<core::result<void>> async_apply_ops(mariadb_conn& conn, const core::shard_map& map,
+                                                           core::shard_index shard,
+                                                           std::span<const core::op* const> ops);
+
+}  // namespace cairn::shards
