@@ -82,10 +82,14 @@ int main(int argc, char** argv) {
     app.add_option("--preload", cfg.preload, "get: edges written to the shards before reading")->capture_default_str();
     app.add_option("--node-edges", cfg.node_edges, "page: edges per node (default 1000); count: the node's edges (default 1000000)");
     app.add_option("--backlog", cfg.backlog, "drain, restart: edges journaled with apply paused")->check(CLI::Range(1ull, 100000000ull))->capture_default_str();
+    app.add_option("--rate-max", cfg.rate_max, "sustained: the highest rate the search tries (it starts at --rate, "
+                                               "default 1000)")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
     app.add_option("--restarts", cfg.restarts, "restart: measured restarts")->check(CLI::Range(1u, 100u))->capture_default_str();
-    app.add_option("--cairnd", cfg.cairnd_binary, "drain, restart: the cairnd binary to start")->check(CLI::ExistingFile);
-    app.add_option("--cairnd-config", cfg.cairnd_config, "drain, restart: its config (shards, database)")->check(CLI::ExistingFile);
-    app.add_option("--work-dir", cfg.work_dir, "drain, restart: journals and logs (default: a new temp dir)");
+    app.add_option("--cairnd", cfg.cairnd_binary, "drain, restart, sustained: the cairnd binary to start")->check(CLI::ExistingFile);
+    app.add_option("--cairnd-config", cfg.cairnd_config, "drain, restart, sustained: its config (shards, database)")->check(CLI::ExistingFile);
+    app.add_option("--work-dir", cfg.work_dir, "drain, restart, sustained: journals and logs (default: a new temp dir)");
     app.add_option("--seed", cfg.seed, "random seed")->capture_default_str();
     app.add_option("--json", json_path, "write the report as JSON to this file");
     app.add_flag("-q,--quiet", quiet, "no text report");

@@ -42,8 +42,9 @@ struct bench_config {
     std::uint64_t node_edges = 0;   // page: edges per node (default 1000); count: the node's edges (default 1000000)
     std::uint64_t backlog = 100000; // drain, restart: journaled edges
     std::uint32_t restarts = 3;     // restart: measured restarts
+    double rate_max = 256000;       // sustained: the search's highest rate (it starts at load.rate or 1000)
     std::uint64_t seed = 1;
-    // drain, restart: the cairnd that cairn-bench starts and stops itself
+    // drain, restart, sustained: the cairnd that cairn-bench starts and stops itself
     std::string cairnd_binary;
     std::string cairnd_config;
     std::string work_dir;           // journals and logs; default a new directory under $TMPDIR

@@ -19,6 +19,7 @@ const std::vector<std::pair<std::string, std::string>>& scenario_targets() {
     static const std::vector<std::pair<std::string, std::string>> t{
         {"write", "≥ 5x at 16 and 64 clients"},
         {"sustained", "≥ 2x"},
+        {"memory", "≤ 256 MiB, flat"},
         {"drain", "≥ 0.8"},
         {"get", "≥ 0.6 over HTTP, ≥ 1.0 over WebSocket"},
         {"page", "≥ 0.8"},
@@ -68,7 +69,12 @@ std::string summary_table(const std::vector<std::string>& report_jsons) {
     std::string out =
         "| scenario | clients | cairn | direct | ratio cairn/direct | cairn p50 / p99 / p99.9 / max (ms) | direct p50 / p99 / p99.9 / max (ms) | target |\n"
         "|---|---|---|---|---|---|---|---|\n";
+    std::string memory_lines;  // issue 3 line 7, from the sustained runs
     for (const auto& [scenario, target] : scenario_targets()) {
+        if (scenario == "memory") {
+            out += memory_lines;
+            continue;
+        }
         // Lines: one per (mode, concurrency, rate); cairn over HTTP (and WebSocket when it exists) beside direct.
         std::map<line_key, std::map<std::string, const json*>> lines;
         std::vector<const json*> unmeasurable;
@@ -78,7 +84,9 @@ std::string summary_table(const std::vector<std::string>& report_jsons) {
                 unmeasurable.push_back(&j);
                 continue;
             }
-            const line_key k{scenario, str(j, "mode"), str(j, "mode") == "once" ? 0 : num(j, "concurrency"), num(j, "rate_target")};
+            line_key k{scenario, str(j, "mode"), str(j, "mode") == "once" ? 0 : num(j, "concurrency"), num(j, "rate_target")};
+            // Sustained: cairn's searched rate and direct's closed loop share a line per client count.
+            if (scenario == "sustained") k.mode = "search";
             lines[k][str(j, "target")] = &j;
         }
         for (const auto& [k, by_target] : lines) {
@@ -99,6 +107,14 @@ std::string summary_table(const std::vector<std::string>& report_jsons) {
                 if (direct) direct_cell = cell(*direct);
                 if (!is_direct && direct && is_ok(*j) && is_ok(*direct) && num(*direct, "throughput") > 0) {
                     ratio = fmt::format("**{:.2f}**", num(*j, "throughput") / num(*direct, "throughput"));
+                }
+                if (!is_direct && scenario == "sustained" && is_ok(*j) && j->contains("extra")) {
+                    const auto& x = (*j)["extra"];
+                    cairn_cell += fmt::format(", lag ≤ {:.0f} ops", num(x, "lag_max_ops"));
+                    memory_lines += fmt::format(
+                        "| memory | {} | peak RSS {:.0f} MiB, {} over a {:.0f} s soak at {:.0f} writes/s ({}) | — | — | — | — | ≤ 256 MiB, flat |\n",
+                        clients, num(x, "peak_rss_mib"), num(x, "rss_flat") > 0 ? "flat" : "GROWING", num(x, "soak_s"),
+                        num(x, "sustained_rate"), tgt);
                 }
                 if (!is_direct && unit == "restarts") {
                     cairn_cell = fmt::format("ready in {} ms (p50 of {}; {:.0f} unapplied edges)",

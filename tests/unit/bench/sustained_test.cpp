@@ -1,0 +1,122 @@
+#include "apps/bench/report.hpp"
+#include "apps/bench/summary.hpp"
+#include "apps/bench/sustained.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace cairn::bench {
+namespace {
+
+std::vector<double> tried(rate_search& s, double capacity) {
+    std::vector<double> rates;
+    while (auto r = s.next()) {
+        rates.push_back(*r);
+        s.record(*r, *r <= capacity);
+        if (rates.size() > 50) break;
+    }
+    return rates;
+}
+
+TEST(rate_search, doubles_until_a_failure_then_bisects) {
+    rate_search s(1000, 256000, 3);
+    const auto rates = tried(s, 5000);
+    // 1000, 2000, 4000 good; 8000 bad; then 6000 bad, 5000 good, 5500 bad.
+    const std::vector<double> expected{1000, 2000, 4000, 8000, 6000, 5000, 5500};
+    EXPECT_EQ(rates, expected);
+    EXPECT_EQ(s.best(), 5000);
+}
+
+TEST(rate_search, stops_at_the_maximum_when_everything_keeps_up) {
+    rate_search s(1000, 8000, 3);
+    const auto rates = tried(s, 1e9);
+    EXPECT_EQ(rates, (std::vector<double>{1000, 2000, 4000, 8000}));
+    EXPECT_EQ(s.best(), 8000);
+}
+
+TEST(rate_search, goes_down_when_the_first_rate_fails) {
+    rate_search s(1000, 256000, 2);
+    const auto rates = tried(s, 300);
+    ASSERT_GE(rates.size(), 3U);
+    EXPECT_EQ(rates[0], 1000);
+    EXPECT_EQ(rates[1], 500);
+    EXPECT_EQ(rates[2], 250);
+    EXPECT_GT(s.best(), 0);
+    EXPECT_LE(s.best(), 300);
+}
+
+TEST(rate_search, nothing_good_ends_with_best_zero) {
+    rate_search s(1000, 256000, 2);
+    tried(s, 10);
+    EXPECT_EQ(s.best(), 0);
+}
+
+std::vector<lag_sample> series(std::initializer_list<std::uint64_t> lags, double step_s) {
+    std::vector<lag_sample> out;
+    double t = 0;
+    for (auto l : lags) {
+        out.push_back({t, l, 0});
+        t += step_s;
+    }
+    return out;
+}
+
+TEST(apply_kept_up, only_the_second_half_counts_and_must_stay_under_the_bound) {
+    // 10 s step at 10000/s: bound max(2000, 5000) = 5000.
+    EXPECT_EQ(lag_bound(10000, 2000), 5000U);
+    EXPECT_EQ(lag_bound(1000, 2000), 2000U);
+    // A burst early on is fine; lag in the second half under 5000.
+    EXPECT_TRUE(apply_kept_up(series({9000, 8000, 3000, 1000, 900, 1200, 800, 1000, 700, 600, 500}, 1.0), 10, 10000, 2000));
+    // Growing lag: the second half passes the bound.
+    EXPECT_FALSE(apply_kept_up(series({100, 500, 1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000}, 1.0), 10, 10000,
+                               2000));
+    // No sample in the second half: cannot tell, so not kept up.
+    EXPECT_FALSE(apply_kept_up(series({0, 0}, 1.0), 10, 10000, 2000));
+}
+
+std::vector<lag_sample> rss_series(std::initializer_list<std::uint64_t> kib) {
+    std::vector<lag_sample> out;
+    for (auto k : kib) out.push_back({0, 0, k});
+    return out;
+}
+
+TEST(rss_flat, flat_noise_passes_and_a_steady_climb_fails) {
+    EXPECT_TRUE(rss_flat(rss_series({10000, 30000, 30500, 30100, 30400, 30200, 30600, 30300, 30500, 30400, 30600, 30500})));
+    EXPECT_FALSE(rss_flat(rss_series({30000, 40000, 50000, 60000, 70000, 80000, 90000, 100000, 110000, 120000, 130000,
+                                      140000})));
+}
+
+TEST(summary, sustained_line_pairs_the_searched_rate_with_direct_and_adds_memory) {
+    run_report c;
+    c.scenario = "sustained";
+    c.target = "cairn-http";
+    c.mode = "open";
+    c.concurrency = 64;
+    c.rate_target = 0;
+    c.duration_s = 1;
+    c.ops = 8000;
+    finish_throughput(c);
+    c.extra["lag_max_ops"] = 1500;
+    c.extra["peak_rss_mib"] = 42;
+    c.extra["rss_flat"] = 1;
+    c.extra["soak_s"] = 20;
+    c.extra["sustained_rate"] = 8000;
+    run_report d;
+    d.scenario = "sustained";
+    d.target = "direct";
+    d.mode = "closed";
+    d.concurrency = 64;
+    d.duration_s = 1;
+    d.ops = 2000;
+    finish_throughput(d);
+    const auto t = summary_table({to_json(c), to_json(d)});
+    EXPECT_NE(t.find("| sustained | 64 | 8000 ops/s (cairn-http), lag ≤ 1500 ops | 2000 ops/s | **4.00** |"),
+              std::string::npos)
+        << t;
+    EXPECT_NE(t.find("| memory | 64 | peak RSS 42 MiB, flat over a 20 s soak at 8000 writes/s"), std::string::npos) << t;
+    EXPECT_LT(t.find("| sustained |"), t.find("| memory |"));
+}
+
+}  // namespace
+}  // namespace cairn::bench
