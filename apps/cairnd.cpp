@@ -15,6 +15,7 @@
 #include "net/router.hpp"
 #include "net/routes.hpp"
 #include "shards/apply_worker.hpp"
+#include "shards/edge_get_batcher.hpp"
 #include "shards/pool.hpp"
 
 #include <CLI/CLI.hpp>
@@ -120,6 +121,7 @@ int main(int argc, char** argv) {
     std::vector<std::unique_ptr<shards::pool>> read_pools;
     std::vector<std::unique_ptr<shards::pool>> apply_pools;
     std::vector<std::unique_ptr<shards::apply_worker>> workers;
+    std::vector<std::unique_ptr<shards::edge_get_batcher>> get_batchers;
     for (std::uint32_t i = 0; i < cfg.shards.size(); ++i) {
         const auto& s = cfg.shards[i];
         shards::conn_params p;
@@ -132,6 +134,11 @@ int main(int argc, char** argv) {
         p.query_timeout = cfg.lim.query_timeout;
         read_pools.push_back(std::make_unique<shards::pool>(ioc.get_executor(), p, cfg.lim.read_pool_connections));
         apply_pools.push_back(std::make_unique<shards::pool>(ioc.get_executor(), p, 1));
+        // Half the read connections at most carry combined point reads; pages and counts keep the rest.
+        get_batchers.push_back(std::make_unique<shards::edge_get_batcher>(
+            ioc.get_executor(), *read_pools.back(), cfg.lim.read_pool_connections / 2, cfg.lim.get_batch_keys_max,
+            &metrics.add_histogram("cairn_edge_get_batch_keys", "Point reads of single edges combined in one query",
+                                   core::histogram::size_bounds(), {{"shard", std::to_string(i)}})));
         shards::apply_worker_options wo;
         wo.shard = i;
         wo.lim = cfg.lim;
@@ -153,6 +160,7 @@ int main(int argc, char** argv) {
     net::gateway gw{jn, clock, map, {}, {}, cfg.lim, metrics};
     for (auto& p : read_pools) gw.read_pools.push_back(p.get());
     for (auto& w : workers) gw.workers.push_back(w.get());
+    for (auto& b : get_batchers) gw.get_batchers.push_back(b.get());
     net::router router;
     net::add_edge_routes(router, gw);
     net::add_health_routes(router, gw);

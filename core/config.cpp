@@ -147,6 +147,7 @@ config_result parse_config(std::string_view text, std::string_view source_name) 
         r.duration("query_timeout_ms", c.lim.query_timeout, 1, 3'600'000);
         r.duration("connect_timeout_ms", c.lim.connect_timeout, 1, 600'000);
         r.integer("read_pool_connections", c.lim.read_pool_connections, 1, 1024);
+        r.integer("get_batch_keys_max", c.lim.get_batch_keys_max, 1, 10'000);
         r.check_unknown();
         first_error(r.error());
         if (error.empty() && c.lim.retry_backoff_initial > c.lim.retry_backoff_max) {

@@ -36,6 +36,7 @@ struct limits {
     std::chrono::milliseconds retry_backoff_max{60'000};
     std::chrono::milliseconds outage_backoff_max{5'000};
     std::size_t read_pool_connections = 8;
+    std::size_t get_batch_keys_max = 100;  // point reads combined into one statement (1: never combined)
 
     // Small values that make every limit reachable in tests.
     static limits for_test() {

@@ -17,6 +17,7 @@ class journal;
 namespace cairn::shards {
 class pool;
 class apply_worker;
+class edge_get_batcher;
 }  // namespace cairn::shards
 
 namespace cairn::net {
@@ -29,6 +30,7 @@ struct gateway {
     std::vector<shards::apply_worker*> workers;   // index = shard
     core::limits lim;
     core::registry& metrics;
+    std::vector<shards::edge_get_batcher*> get_batchers = {};  // index = shard; point reads of one edge
 };
 
 }  // namespace cairn::net

@@ -11,6 +11,7 @@
 #include "net/problem.hpp"
 #include "net/router.hpp"
 #include "shards/apply_worker.hpp"
+#include "shards/edge_get_batcher.hpp"
 #include "shards/edge_store.hpp"
 #include "shards/journal_await.hpp"
 #include "shards/pool.hpp"
@@ -76,14 +77,11 @@ asio::awaitable<response> async_get_edge(gateway& gw, route_context& ctx) {
         auto behind = co_await detail::async_wait_applied(gw, *wp.after, std::move(needed), wp.timeout);
         if (!behind.empty()) co_return detail::not_applied_problem(req, *wp.after, behind, wp.timeout, "");
     }
-    shards::pool& pool = *gw.read_pools.at(shard);
-    auto lease = co_await pool.async_acquire();
-    core::result<std::optional<shards::stored_edge>> r = core::errc::shard_unavailable;
-    if (lease) r = co_await shards::async_get_edge(*lease.value(), graph, *source, *destination);
+    // Concurrent reads of single edges on one shard share one query (shards/edge_get_batcher.hpp).
+    auto r = co_await gw.get_batchers.at(shard)->async_get(std::string(graph), *source, *destination);
     if (!r) {
         auto res = problem(http::status::service_unavailable, "shard-unavailable", "Shard unavailable",
-                           fmt::format("the shard holding this edge did not answer: {}",
-                                       (lease ? r.error() : lease.error()).message()),
+                           fmt::format("the shard holding this edge did not answer: {}", r.error().message()),
                            std::nullopt, req.version(), req.keep_alive());
         res.set(http::field::retry_after, "1");
         co_return res;
@@ -93,7 +91,7 @@ asio::awaitable<response> async_get_edge(gateway& gw, route_context& ctx) {
                           fmt::format("no edge {} -> {} in graph {}", *source, *destination, graph), std::nullopt,
                           req.version(), req.keep_alive());
     }
-    co_return json_response(http::status::ok, render_edge(graph, *source, *destination, r.value()->row), req);
+    co_return json_response(http::status::ok, render_edge(graph, *source, *destination, *r.value()), req);
 }
 
 std::string render_ready(gateway& gw, bool verbose, bool& ready) {

@@ -1,0 +1,121 @@
+#include "shards/edge_get_batcher.hpp"
+
+#include "core/log_task_end.hpp"
+#include "shards/edge_store.hpp"
+#include "shards/pool.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+
+namespace cairn::shards {
+
+namespace asio = boost::asio;
+
+struct edge_get_batcher::slot {
+    std::string graph;
+    std::pair<std::int64_t, std::int64_t> key;
+    std::shared_ptr<asio::steady_timer> timer;  // on the reader's executor; cancelled when done
+    core::result<std::optional<core::edge_row>> result = core::errc::shard_timeout;
+    bool done = false;  // guarded by the batcher's mu_
+};
+
+edge_get_batcher::edge_get_batcher(asio::any_io_executor ex, pool& p, std::size_t runners_max,
+                                   std::size_t batch_keys_max, core::histogram* batch_keys)
+    : ex_(std::move(ex)),
+      pool_(p),
+      runners_max_(std::max<std::size_t>(1, runners_max)),
+      batch_keys_max_(std::max<std::size_t>(1, batch_keys_max)),
+      batch_keys_(batch_keys) {}
+
+edge_get_batcher::~edge_get_batcher() = default;
+
+asio::awaitable<core::result<std::optional<core::edge_row>>> edge_get_batcher::async_get(std::string graph,
+                                                                                         std::int64_t source_id,
+                                                                                         std::int64_t destination_id) {
+    auto s = std::make_shared<slot>();
+    s->graph = std::move(graph);
+    s->key = {source_id, destination_id};
+    // The wait is bounded by the runner's own timeouts (acquire + query); the timer's expiry
+    // only guards against a lost wake-up.
+    s->timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor, std::chrono::minutes(5));
+    bool start = false;
+    {
+        std::lock_guard lock(mu_);
+        queue_.push_back(s);
+        if (runners_ < runners_max_) {
+            ++runners_;
+            start = true;
+        }
+    }
+    if (start) asio::co_spawn(ex_, async_run(), core::log_task_end{"edge get batcher"});
+    for (;;) {
+        {
+            std::lock_guard lock(mu_);
+            if (s->done) co_return std::move(s->result);
+        }
+        core::error_code ec;
+        co_await s->timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        if (!ec) {
+            // Expired: nothing answered within five minutes. The slot may still be queued; the
+            // runner that takes it will find nobody waiting, which is harmless.
+            std::lock_guard lock(mu_);
+            if (!s->done) co_return core::errc::shard_timeout;
+        }
+    }
+}
+
+asio::awaitable<void> edge_get_batcher::async_run() {
+    std::vector<std::shared_ptr<slot>> batch;
+    std::vector<std::pair<std::int64_t, std::int64_t>> keys;
+    for (;;) {
+        batch.clear();
+        keys.clear();
+        {
+            std::lock_guard lock(mu_);
+            if (queue_.empty()) {
+                --runners_;
+                co_return;
+            }
+            // Every queued read of the first one's graph, up to the limit, in arrival order.
+            const std::string graph = queue_.front()->graph;
+            for (auto it = queue_.begin(); it != queue_.end() && batch.size() < batch_keys_max_;) {
+                if ((*it)->graph == graph) {
+                    batch.push_back(std::move(*it));
+                    it = queue_.erase(it);
+                } else {
+                    ++it;
+                }
+            }
+        }
+        for (const auto& s : batch) keys.push_back(s->key);
+        if (batch_keys_) batch_keys_->observe(static_cast<double>(keys.size()));
+        core::result<std::vector<std::optional<core::edge_row>>> r = core::errc::shard_unavailable;
+        auto lease = co_await pool_.async_acquire();
+        if (lease) {
+            r = co_await async_multi_get(*lease.value(), batch.front()->graph, keys);
+        } else {
+            r = lease.error();
+        }
+        {
+            std::lock_guard lock(mu_);
+            for (std::size_t i = 0; i < batch.size(); ++i) {
+                if (r) {
+                    batch[i]->result = r.value().at(i);
+                } else {
+                    batch[i]->result = r.error();
+                }
+                batch[i]->done = true;
+            }
+        }
+        // A timer may only be touched on its own executor; the shared_ptr keeps it alive.
+        for (const auto& s : batch) asio::post(s->timer->get_executor(), [t = s->timer] { t->cancel(); });
+    }
+}
+
+}  // namespace cairn::shards
