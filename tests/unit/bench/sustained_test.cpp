@@ -87,29 +87,26 @@ TEST(rss_flat, flat_noise_passes_and_a_steady_climb_fails) {
                                       140000})));
 }
 
+run_report sustained_run(const char* target, const char* mode, std::uint64_t ops_per_s) {
+    run_report r;
+    r.scenario = "sustained";
+    r.target = target;
+    r.mode = mode;
+    r.concurrency = 64;
+    r.duration_s = 1;
+    r.ops = ops_per_s;
+    finish_throughput(r);
+    return r;
+}
+
 TEST(summary, sustained_line_pairs_the_searched_rate_with_direct_and_adds_memory) {
-    run_report c;
-    c.scenario = "sustained";
-    c.target = "cairn-http";
-    c.mode = "open";
-    c.concurrency = 64;
-    c.rate_target = 0;
-    c.duration_s = 1;
-    c.ops = 8000;
-    finish_throughput(c);
+    run_report c = sustained_run("cairn-http", "open", 8000);
     c.extra["lag_max_ops"] = 1500;
     c.extra["peak_rss_mib"] = 42;
     c.extra["rss_flat"] = 1;
     c.extra["soak_s"] = 20;
     c.extra["sustained_rate"] = 8000;
-    run_report d;
-    d.scenario = "sustained";
-    d.target = "direct";
-    d.mode = "closed";
-    d.concurrency = 64;
-    d.duration_s = 1;
-    d.ops = 2000;
-    finish_throughput(d);
+    const run_report d = sustained_run("direct", "closed", 2000);
     const auto t = summary_table({to_json(c), to_json(d)});
     EXPECT_NE(t.find("| sustained | 64 | 8000 ops/s (cairn-http), lag ≤ 1500 ops | 2000 ops/s | **4.00** |"),
               std::string::npos)
