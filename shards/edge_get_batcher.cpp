@@ -25,6 +25,17 @@ struct edge_get_batcher::slot {
     bool done = false;  // guarded by the batcher's mu_
 };
 
+namespace {
+
+asio::awaitable<core::result<std::vector<std::optional<core::edge_row>>>> async_fetch(
+    pool& p, std::string graph, std::span<const std::pair<std::int64_t, std::int64_t>> keys) {
+    auto lease = co_await p.async_acquire();
+    if (!lease) co_return lease.error();
+    co_return co_await async_multi_get(*lease.value(), std::move(graph), keys);
+}
+
+}  // namespace
+
 edge_get_batcher::edge_get_batcher(asio::any_io_executor ex, pool& p, std::size_t runners_max,
                                    std::size_t batch_keys_max, core::histogram* batch_keys)
     : ex_(std::move(ex)),
@@ -95,13 +106,7 @@ asio::awaitable<void> edge_get_batcher::async_run() {
         }
         for (const auto& s : batch) keys.push_back(s->key);
         if (batch_keys_) batch_keys_->observe(static_cast<double>(keys.size()));
-        core::result<std::vector<std::optional<core::edge_row>>> r = core::errc::shard_unavailable;
-        auto lease = co_await pool_.async_acquire();
-        if (lease) {
-            r = co_await async_multi_get(*lease.value(), batch.front()->graph, keys);
-        } else {
-            r = lease.error();
-        }
+        auto r = co_await async_fetch(pool_, batch.front()->graph, keys);
         {
             std::lock_guard lock(mu_);
             for (std::size_t i = 0; i < batch.size(); ++i) {

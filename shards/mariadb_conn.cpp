@@ -16,7 +16,9 @@
 #include <sys/socket.h>
 
 #include <charconv>
+#include <list>
 #include <mutex>
+#include <unordered_map>
 
 namespace cairn::shards {
 namespace {
@@ -221,6 +223,15 @@ public:
 
     asio::awaitable<core::result<void>> async_connect_step();
     asio::awaitable<core::result<rows>> async_statement_step(std::string_view sql, bool keep_rows);
+    asio::awaitable<core::result<rows>> async_prepared_step(std::string_view sql, std::span<const sql_param> params);
+
+    // Prepared statements of this connection, most recently used first.
+    struct prepared {
+        std::string sql;
+        MYSQL_STMT* stmt = nullptr;
+    };
+    std::list<prepared> prepared_;
+    std::unordered_map<std::string_view, std::list<prepared>::iterator> prepared_by_sql_;  // keys view prepared_
 
     bool probe_idle() noexcept;
     void close() noexcept;
@@ -247,6 +258,12 @@ private:
     [[nodiscard]] core::result<void> wrap_socket();
     void unwrap_socket() noexcept;
     core::errc fail_from_mysql();
+    core::errc fail_from_stmt(MYSQL_STMT* stmt);
+    // Closes one prepared statement (COM_STMT_CLOSE, nonblocking) and forgets it.
+    asio::awaitable<void> async_drop_prepared(std::list<prepared>::iterator it, clock_type::time_point deadline);
+    // Frees every prepared statement's memory after mysql_close (no network: the library has
+    // already detached them from the connection).
+    void forget_prepared() noexcept;
     core::errc fail(core::errc e, unsigned err, std::string message);
 
     asio::posix::stream_descriptor socket_;  // wraps libmariadb's fd; never owns it
@@ -504,6 +521,183 @@ asio::awaitable<core::result<rows>> mariadb_conn::impl::async_statement_step(std
     co_return out;
 }
 
+core::errc mariadb_conn::impl::fail_from_stmt(MYSQL_STMT* stmt) {
+    const unsigned err = mysql_stmt_errno(stmt);
+    if (err == 0) return fail(core::errc::shard_rejected, 0, "prepared statement failed without an error number");
+    return fail(classify_mysql_error(err), err, mysql_stmt_error(stmt));
+}
+
+asio::awaitable<void> mariadb_conn::impl::async_drop_prepared(std::list<prepared>::iterator it,
+                                                              clock_type::time_point deadline) {
+    MYSQL_STMT* stmt = it->stmt;
+    prepared_by_sql_.erase(it->sql);
+    prepared_.erase(it);
+    if (!open_) {
+        mysql_stmt_close(stmt);  // detached by mysql_close: frees memory only
+        co_return;
+    }
+    my_bool ret = 0;
+    auto r = co_await async_drive(
+        deadline, false, [&] { return mysql_stmt_close_start(&ret, stmt); },
+        [&](int events) { return mysql_stmt_close_cont(&ret, stmt, events); });
+    // A close abandoned by a failed wait (the connection is closed then, which detaches the
+    // statement) never freed it: free it now, without network.
+    if (!r) mysql_stmt_close(stmt);
+}
+
+void mariadb_conn::impl::forget_prepared() noexcept {
+    for (auto& p : prepared_) mysql_stmt_close(p.stmt);
+    prepared_by_sql_.clear();
+    prepared_.clear();
+}
+
+asio::awaitable<core::result<rows>> mariadb_conn::impl::async_prepared_step(std::string_view sql,
+                                                                            std::span<const sql_param> params) {
+    if (!open_) {
+        co_return fail(core::errc::shard_unavailable, CR_SERVER_GONE_ERROR, "not connected");
+    }
+    const auto deadline = clock_type::now() + params_.query_timeout;
+
+    // Find or prepare.
+    auto found = prepared_by_sql_.find(sql);
+    if (found != prepared_by_sql_.end()) {
+        prepared_.splice(prepared_.begin(), prepared_, found->second);
+    } else {
+        if (prepared_.size() >= prepared_statements_max) {
+            co_await async_drop_prepared(std::prev(prepared_.end()), deadline);
+            if (!open_) co_return core::errc::shard_unavailable;
+        }
+        MYSQL_STMT* stmt = mysql_stmt_init(mysql_);
+        if (stmt == nullptr) co_return fail(core::errc::shard_unavailable, CR_OUT_OF_MEMORY, "mysql_stmt_init failed");
+        prepared_.push_front({std::string(sql), stmt});
+        prepared_by_sql_.emplace(prepared_.front().sql, prepared_.begin());
+        const my_bool update_max_length = 1;
+        mysql_stmt_attr_set(stmt, STMT_ATTR_UPDATE_MAX_LENGTH, &update_max_length);
+        int err = 0;
+        auto r = co_await async_drive(
+            deadline, false, [&] { return mysql_stmt_prepare_start(&err, stmt, sql.data(), sql.size()); },
+            [&](int events) { return mysql_stmt_prepare_cont(&err, stmt, events); });
+        if (!r) {
+            if (!open_) forget_prepared();
+            co_return r.error();
+        }
+        if (err != 0) {
+            const auto e = fail_from_stmt(stmt);
+            if (open_) {
+                co_await async_drop_prepared(prepared_.begin(), deadline);
+            } else {
+                forget_prepared();
+            }
+            co_return e;
+        }
+    }
+    MYSQL_STMT* stmt = prepared_.front().stmt;
+    if (mysql_stmt_param_count(stmt) != params.size()) {
+        co_return fail(core::errc::shard_rejected, 0,
+                       "prepared statement has " + std::to_string(mysql_stmt_param_count(stmt)) +
+                           " placeholders, given " + std::to_string(params.size()) + " parameters");
+    }
+    // Fails with this statement only: close it (a later call prepares it afresh) and report.
+    auto stmt_failed = [&]() -> asio::awaitable<core::errc> {
+        const auto e = fail_from_stmt(stmt);
+        if (open_) {
+            co_await async_drop_prepared(prepared_.begin(), deadline);
+        } else {
+            forget_prepared();
+        }
+        co_return e;
+    };
+
+    std::vector<MYSQL_BIND> binds(params.size());
+    std::vector<unsigned long> lengths(params.size());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        MYSQL_BIND& b = binds[i];
+        std::visit(
+            [&](const auto& v) {
+                using T = std::decay_t<decltype(v)>;
+                if constexpr (std::is_same_v<T, std::string_view>) {
+                    b.buffer_type = MYSQL_TYPE_STRING;
+                    b.buffer = const_cast<char*>(v.data());
+                    lengths[i] = static_cast<unsigned long>(v.size());
+                    b.buffer_length = lengths[i];
+                    b.length = &lengths[i];
+                } else {
+                    b.buffer_type = MYSQL_TYPE_LONGLONG;
+                    b.buffer = const_cast<T*>(&v);
+                    b.is_unsigned = std::is_same_v<T, std::uint64_t> ? 1 : 0;
+                }
+            },
+            params[i]);
+    }
+    if (!binds.empty() && mysql_stmt_bind_param(stmt, binds.data()) != 0) co_return co_await stmt_failed();
+
+    int err = 0;
+    auto r = co_await async_drive(
+        deadline, false, [&] { return mysql_stmt_execute_start(&err, stmt); },
+        [&](int events) { return mysql_stmt_execute_cont(&err, stmt, events); });
+    if (!r) {
+        if (!open_) forget_prepared();
+        co_return r.error();
+    }
+    if (err != 0) co_return co_await stmt_failed();
+
+    rows out;
+    const unsigned columns = mysql_stmt_field_count(stmt);
+    if (columns > 0) {
+        auto s = co_await async_drive(
+            deadline, false, [&] { return mysql_stmt_store_result_start(&err, stmt); },
+            [&](int events) { return mysql_stmt_store_result_cont(&err, stmt, events); });
+        if (!s) {
+            if (!open_) forget_prepared();
+            co_return s.error();
+        }
+        if (err != 0) co_return co_await stmt_failed();
+        MYSQL_RES* meta = mysql_stmt_result_metadata(stmt);
+        if (meta == nullptr) co_return co_await stmt_failed();
+        // Every column is fetched as text into a buffer as long as its longest value, so that
+        // the rows look exactly like async_query's.
+        std::vector<MYSQL_BIND> result(columns);
+        std::vector<std::string> buffers(columns);
+        std::vector<unsigned long> out_lengths(columns);
+        std::vector<my_bool> nulls(columns);
+        const MYSQL_FIELD* fields = mysql_fetch_fields(meta);
+        for (unsigned c = 0; c < columns; ++c) {
+            buffers[c].resize(std::max<unsigned long>(fields[c].max_length, 1) + 1);
+            result[c].buffer_type = MYSQL_TYPE_STRING;
+            result[c].buffer = buffers[c].data();
+            result[c].buffer_length = static_cast<unsigned long>(buffers[c].size());
+            result[c].length = &out_lengths[c];
+            result[c].is_null = &nulls[c];
+        }
+        mysql_free_result(meta);  // metadata only: no network
+        if (mysql_stmt_bind_result(stmt, result.data()) != 0) co_return co_await stmt_failed();
+        out.start(columns);
+        // After mysql_stmt_store_result every row is in memory: fetching does no network I/O.
+        for (;;) {
+            const int f = mysql_stmt_fetch(stmt);
+            if (f == MYSQL_NO_DATA) break;
+            if (f == 1) co_return co_await stmt_failed();
+            for (unsigned c = 0; c < columns; ++c) {
+                if (nulls[c]) {
+                    out.push(std::nullopt);
+                } else {
+                    out.push(std::string_view(buffers[c].data(), std::min<std::size_t>(out_lengths[c], buffers[c].size())));
+                }
+            }
+        }
+        my_bool freed = 0;
+        auto fr = co_await async_drive(
+            deadline, false, [&] { return mysql_stmt_free_result_start(&freed, stmt); },
+            [&](int events) { return mysql_stmt_free_result_cont(&freed, stmt, events); });
+        if (!fr) {
+            if (!open_) forget_prepared();
+            co_return fr.error();
+        }
+    }
+    affected_rows_ = columns > 0 ? out.size() : mysql_stmt_affected_rows(stmt);
+    co_return out;
+}
+
 bool mariadb_conn::impl::probe_idle() noexcept {
     if (!open_) {
         return false;
@@ -534,6 +728,7 @@ void mariadb_conn::impl::close() noexcept {
         mysql_close(mysql_);
         mysql_ = nullptr;
     }
+    forget_prepared();
     open_ = false;
     connection_id_ = 0;
 }
@@ -581,6 +776,26 @@ asio::awaitable<core::result<rows>> mariadb_conn::async_run_statement(std::strin
     CAIRN_ASSERT(out.has_value());
     co_return std::move(*out);
 }
+
+asio::awaitable<core::result<rows>> mariadb_conn::async_query_prepared(std::string_view sql,
+                                                                       std::span<const sql_param> params) {
+    co_return co_await async_run_prepared(sql, params);
+}
+
+asio::awaitable<core::result<rows>> mariadb_conn::async_run_prepared(std::string_view sql,
+                                                                     std::span<const sql_param> params) {
+    std::optional<core::result<rows>> out;
+    impl* i = impl_.get();
+    auto step = [](impl* self, std::string_view s, std::span<const sql_param> p,
+                   std::optional<core::result<rows>>* o) -> asio::awaitable<void> {
+        o->emplace(co_await self->async_prepared_step(s, p));
+    };
+    co_await asio::co_spawn(i->strand_, step(i, sql, params, &out), asio::use_awaitable);
+    CAIRN_ASSERT(out.has_value());
+    co_return std::move(*out);
+}
+
+std::size_t mariadb_conn::prepared_count() const noexcept { return impl_->prepared_.size(); }
 
 std::uint64_t mariadb_conn::affected_rows() const noexcept { return impl_->affected_rows_; }
 std::uint64_t mariadb_conn::connection_id() const noexcept { return impl_->connection_id_; }

@@ -16,8 +16,10 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 namespace cairn::shards {
@@ -67,6 +69,13 @@ private:
     std::string data_;
 };
 
+// A parameter of a prepared statement: a signed or unsigned 64-bit integer, or bytes (sent as
+// a string; the view must stay valid until the statement completes).
+using sql_param = std::variant<std::int64_t, std::uint64_t, std::string_view>;
+
+// Statements kept prepared per connection; the least recently used is closed past this.
+inline constexpr std::size_t prepared_statements_max = 64;
+
 // Maps a MariaDB error number (server ER_* or client CR_*) to cairn's error:
 // shard_unavailable (client errors 2000-2999; the server is going away, out of resources,
 // read-only, or killed the connection or query), shard_timeout (max_statement_time),
@@ -95,6 +104,17 @@ public:
     [[nodiscard]] boost::asio::awaitable<core::result<void>> async_execute(std::string_view sql);
     [[nodiscard]] boost::asio::awaitable<core::result<rows>> async_query(std::string_view sql);
 
+    // Runs sql (with ? placeholders, one per params entry) as a server-side prepared statement
+    // in the binary protocol: prepared on this connection the first time it is seen (and kept:
+    // at most prepared_statements_max, least recently used closed first), then only executed,
+    // so the server parses its text once per connection. Rows as async_query (values as text).
+    // Errors as async_query; a placeholder count that differs from params.size() is
+    // shard_rejected. A statement that failed is closed and prepared afresh next time.
+    [[nodiscard]] boost::asio::awaitable<core::result<rows>> async_query_prepared(std::string_view sql,
+                                                                                 std::span<const sql_param> params);
+    // Statements currently prepared on this connection (tests, metrics).
+    std::size_t prepared_count() const noexcept;
+
     // Rows changed (or, with async_query, returned) by the last successful statement.
     std::uint64_t affected_rows() const noexcept;
     // The server's connection id (for KILL and logs), 0 when not open.
@@ -122,6 +142,7 @@ public:
 private:
     class impl;
     boost::asio::awaitable<core::result<rows>> async_run_statement(std::string_view sql, bool keep_rows);
+    boost::asio::awaitable<core::result<rows>> async_run_prepared(std::string_view sql, std::span<const sql_param> params);
     std::unique_ptr<impl> impl_;
 };
 

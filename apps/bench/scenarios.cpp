@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <charconv>
 #include <cstdlib>
@@ -354,20 +355,26 @@ private:
     std::string target_;
 };
 
+constexpr std::string_view direct_get_sql =
+    "SELECT graph, node_id, direction, other_id, state, position, ts, pos_ts, pos_set FROM edges "
+    "WHERE graph = ? AND node_id = ? AND direction = 0 AND other_id = ?";
+
 class direct_get_worker final : public worker {
 public:
     direct_get_worker(shard_pools& p, const bench_config& cfg, std::string graph, std::uint32_t index)
         : pools_(p), leases_(p), cfg_(cfg), graph_(std::move(graph)), rng_(cfg.seed * 7919 + index) {}
     asio::awaitable<core::result<void>> async_setup() override { co_return co_await leases_.async_acquire_all(); }
     asio::awaitable<core::result<void>> async_op(std::uint64_t) override {
-        // The same statement cairn's GET route sends (shards::async_get_edge, text protocol).
+        // Issue 3's baseline: a prepared SELECT of the edge's row by primary key, binary protocol
+        // (prepared once per connection), the same columns cairn reads.
         const auto s = static_cast<std::int64_t>(splitmix(rng_) % cfg_.preload + 1);
         const auto d = s + static_cast<std::int64_t>(get_destination_offset);
         auto c = co_await leases_.async_conn(pools_.map.shard_of_id(s));
         if (!c) co_return c.error();
-        auto r = co_await shards::async_get_edge(*c.value(), graph_, s, d);
+        const std::array<shards::sql_param, 3> params{std::string_view(graph_), s, d};
+        auto r = co_await c.value()->async_query_prepared(direct_get_sql, params);
         if (!r) co_return r.error();
-        if (!r.value()) co_return core::errc::not_found;
+        if (r.value().size() != 1) co_return core::errc::not_found;
         co_return core::success();
     }
 
@@ -416,7 +423,7 @@ run_report run_get(const bench_config& cfg) {
     auto r = run_load_scenario(cfg, false, [&cfg, &graph](asio::any_io_executor, shard_pools* p, std::uint32_t i) {
         return std::make_unique<direct_get_worker>(*p, cfg, graph, i);
     });
-    if (r.status == run_status::ok) r.note = "point SELECT by primary key, text protocol (the statement cairn sends; no prepared statements yet)";
+    if (r.status == run_status::ok) r.note = "prepared point SELECT by primary key (binary protocol, prepared once per connection)";
     r.extra["preloaded_edges"] = static_cast<double>(cfg.preload);
     return r;
 }
@@ -883,7 +890,7 @@ const std::vector<scenario_def>& scenarios() {
         {"sustained", "2. sustained writes with apply keeping up (rate search) vs direct autocommit; 7. memory",
          run_sustained},
         {"drain", "3. apply drain of a journaled backlog (rows/s) vs direct batched multi-row upserts", run_drain},
-        {"get", "4. point read of one edge vs direct SELECT by primary key", run_get},
+        {"get", "4. point read of one edge vs direct prepared SELECT by primary key", run_get},
         {"page", "5. page of 100 edges by cursor vs the same range query direct", run_page},
         {"count", "6. count of a node with 1,000,000 edges vs direct COUNT(*)", run_count},
         {"restart", "8. time from start to ready with N unapplied ops (no baseline)", run_restart},

@@ -1,0 +1,164 @@
+// mariadb_conn's prepared statements against a live MariaDB (CAIRN_TEST_SHARDS): the same rows
+// as the text protocol for every kind of value, one prepare per statement text per connection,
+// the cache bound, and every failure (bad placeholder count, bad SQL, a server error on
+// execute, a killed connection) leaves the connection and the cache in a usable state.
+#include <utility>  // Boost 1.74's awaitable.hpp forgets it.
+
+#include "tests/unit/shards/shard_test_env.hpp"
+#include "shards/mariadb_conn.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <array>
+#include <limits>
+#include <string>
+
+namespace cairn::shards {
+namespace {
+
+namespace asio = boost::asio;
+
+// The server's count of prepares on this session (Com_stmt_prepare).
+asio::awaitable<std::int64_t> async_prepares(mariadb_conn& c) {
+    auto r = co_await c.async_query("SHOW SESSION STATUS LIKE 'Com_stmt_prepare'");
+    if (!r || r.value().size() != 1) co_return -1;
+    co_return r.value().int64_at(0, 1);
+}
+
+TEST(mariadb_prepared, rows_equal_the_text_protocol_and_prepare_once) {
+    CAIRN_REQUIRE_SHARD(shard);
+    run([](conn_params p) -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        mariadb_conn c(ex, p);
+        CO_REQUIRE(co_await c.async_connect());
+        CO_REQUIRE(co_await c.async_execute(
+            "CREATE TEMPORARY TABLE pt (id BIGINT PRIMARY KEY, u BIGINT UNSIGNED, b VARBINARY(300) NULL, s VARCHAR(20))"));
+        const std::string big(300, 'z');
+        CO_REQUIRE(co_await c.async_execute(fmt::format(
+            "INSERT INTO pt VALUES (-9223372036854775808, 18446744073709551615, X'00FF0061', 'h\xc3\xa9llo'), "
+            "(2, 0, NULL, ''), (3, 7, '{}', 'x')",
+            big)));
+        const std::string sql = "SELECT id, u, b, s FROM pt WHERE id >= ? AND u <= ? AND s <> ? ORDER BY id";
+        const std::array<sql_param, 3> params{std::int64_t{std::numeric_limits<std::int64_t>::min()},
+                                              std::uint64_t{std::numeric_limits<std::uint64_t>::max()},
+                                              std::string_view("nothing")};
+        auto text = co_await c.async_query(
+            "SELECT id, u, b, s FROM pt WHERE id >= -9223372036854775808 AND u <= 18446744073709551615 AND "
+            "s <> 'nothing' ORDER BY id");
+        CO_REQUIRE(text);
+        const auto before = co_await async_prepares(c);
+        for (int round = 0; round < 3; ++round) {
+            auto r = co_await c.async_query_prepared(sql, params);
+            CO_REQUIRE(r);
+            CO_REQUIRE(r.value().size() == 3);
+            CO_REQUIRE(r.value().columns() == 4);
+            EXPECT_EQ(c.affected_rows(), 3u);
+            for (std::size_t row = 0; row < 3; ++row) {
+                for (std::size_t col = 0; col < 4; ++col) {
+                    EXPECT_EQ(r.value().at(row, col), text.value().at(row, col)) << row << "," << col;
+                }
+            }
+        }
+        const auto after = co_await async_prepares(c);
+        EXPECT_EQ(after - before, 1) << "one prepare for three executions";
+        EXPECT_EQ(c.prepared_count(), 1u);
+
+        // DML through a prepared statement, and a statement without a result set.
+        const std::array<sql_param, 2> upd{std::string_view("new"), std::int64_t{2}};
+        auto u = co_await c.async_query_prepared("UPDATE pt SET s = ? WHERE id = ?", upd);
+        CO_REQUIRE(u);
+        EXPECT_EQ(u.value().columns(), 0u);
+        EXPECT_EQ(c.affected_rows(), 1u);
+        auto check = co_await c.async_query("SELECT s FROM pt WHERE id = 2");
+        CO_REQUIRE(check);
+        EXPECT_EQ(check.value().at(0, 0), std::optional<std::string_view>("new"));
+    }(shard));
+}
+
+TEST(mariadb_prepared, the_cache_is_bounded_and_keeps_answering) {
+    CAIRN_REQUIRE_SHARD(shard);
+    run([](conn_params p) -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        mariadb_conn c(ex, p);
+        CO_REQUIRE(co_await c.async_connect());
+        for (std::size_t i = 0; i < prepared_statements_max + 10; ++i) {
+            const std::array<sql_param, 1> one{std::int64_t{static_cast<std::int64_t>(i)}};
+            auto r = co_await c.async_query_prepared(fmt::format("SELECT ? + {}", i), one);
+            CO_REQUIRE(r);
+            EXPECT_EQ(r.value().int64_at(0, 0), static_cast<std::int64_t>(2 * i));
+        }
+        EXPECT_EQ(c.prepared_count(), prepared_statements_max);
+        // The server holds no more statements than the cache (the evicted ones were closed).
+        auto open = co_await c.async_query("SHOW SESSION STATUS LIKE 'Prepared_stmt_count'");
+        if (!open || open.value().size() != 1) {
+            open = co_await c.async_query("SHOW GLOBAL STATUS LIKE 'Prepared_stmt_count'");
+        }
+        CO_REQUIRE(open);
+        CO_REQUIRE(open.value().size() == 1);
+        EXPECT_LE(open.value().int64_at(0, 1), static_cast<std::int64_t>(prepared_statements_max) + 8);
+    }(shard));
+}
+
+TEST(mariadb_prepared, failures_keep_the_connection_usable) {
+    CAIRN_REQUIRE_SHARD(shard);
+    run([](conn_params p) -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        mariadb_conn c(ex, p);
+        CO_REQUIRE(co_await c.async_connect());
+        // Placeholder count mismatch: rejected, nothing sent to execute.
+        const std::array<sql_param, 2> two{std::int64_t{1}, std::int64_t{2}};
+        auto mismatch = co_await c.async_query_prepared("SELECT ?", two);
+        CO_REQUIRE(!mismatch);
+        EXPECT_EQ(mismatch.error(), core::errc::shard_rejected);
+        EXPECT_TRUE(c.is_open());
+        // Bad SQL: rejected at prepare, not cached.
+        const std::size_t cached = c.prepared_count();
+        auto bad = co_await c.async_query_prepared("SELEC nonsense ?", std::span<const sql_param>(two.data(), 1));
+        CO_REQUIRE(!bad);
+        EXPECT_EQ(bad.error(), core::errc::shard_rejected);
+        EXPECT_EQ(c.prepared_count(), cached);
+        EXPECT_TRUE(c.is_open());
+        // A server error on execute (duplicate key): rejected; the same statement works again.
+        CO_REQUIRE(co_await c.async_execute("CREATE TEMPORARY TABLE pk (id BIGINT PRIMARY KEY)"));
+        const std::string ins = "INSERT INTO pk VALUES (?)";
+        const std::array<sql_param, 1> seven{std::int64_t{7}};
+        CO_REQUIRE(co_await c.async_query_prepared(ins, seven));
+        auto dup = co_await c.async_query_prepared(ins, seven);
+        CO_REQUIRE(!dup);
+        EXPECT_EQ(dup.error(), core::errc::shard_rejected);
+        EXPECT_EQ(c.last_errno(), 1062u);
+        const std::array<sql_param, 1> eight{std::int64_t{8}};
+        CO_REQUIRE(co_await c.async_query_prepared(ins, eight));
+        auto n = co_await c.async_query("SELECT COUNT(*) FROM pk");
+        CO_REQUIRE(n);
+        EXPECT_EQ(n.value().int64_at(0, 0), 2);
+    }(shard));
+}
+
+TEST(mariadb_prepared, a_killed_connection_is_unavailable_and_prepares_afresh_after_reconnect) {
+    CAIRN_REQUIRE_SHARD(shard);
+    run([](conn_params p) -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        mariadb_conn victim(ex, p), killer(ex, p);
+        CO_REQUIRE(co_await victim.async_connect());
+        CO_REQUIRE(co_await killer.async_connect());
+        const std::array<sql_param, 1> one{std::int64_t{41}};
+        CO_REQUIRE(co_await victim.async_query_prepared("SELECT ? + 1", one));
+        CO_REQUIRE(co_await killer.async_execute("KILL " + std::to_string(victim.connection_id())));
+        auto r = co_await victim.async_query_prepared("SELECT ? + 1", one);
+        CO_REQUIRE(!r);
+        EXPECT_EQ(r.error(), core::errc::shard_unavailable) << r.error().message();
+        EXPECT_FALSE(victim.is_open());
+        EXPECT_EQ(victim.prepared_count(), 0u);
+        CO_REQUIRE(co_await victim.async_connect());
+        auto again = co_await victim.async_query_prepared("SELECT ? + 1", one);
+        CO_REQUIRE(again);
+        EXPECT_EQ(again.value().int64_at(0, 0), 42);
+        EXPECT_EQ(victim.prepared_count(), 1u);
+    }(shard));
+}
+
+}  // namespace
+}  // namespace cairn::shards
