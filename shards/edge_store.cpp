@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <map>
 
@@ -300,28 +301,57 @@ asio::awaitable<core::result<std::int64_t>> async_count_edges(mariadb_conn& conn
     co_return r.value().int64_at(0, 0);
 }
 
+namespace {
+
+// Keys of one multi-get statement at most; statements are prepared for 1, 2, 4, ... of them
+// (a shorter list repeats its last key), so that a shard holds a handful of prepared texts.
+constexpr std::size_t multi_get_keys_max = 128;
+
+const std::string& multi_get_sql(std::size_t keys) {
+    static const std::vector<std::string> texts = [] {
+        std::vector<std::string> out;
+        for (std::size_t n = 1; n <= multi_get_keys_max; n *= 2) {
+            std::string sql = "SELECT ";
+            sql += row_columns;
+            // FORCE INDEX: with many row-constructor tuples MariaDB 10.11 can spend far longer
+            // weighing by_position than reading; the primary key is always the access path.
+            sql += " FROM edges FORCE INDEX (PRIMARY) WHERE (graph, node_id, direction, other_id) IN (";
+            for (std::size_t i = 0; i < n; ++i) sql += i ? ",(?,?,0,?)" : "(?,?,0,?)";
+            sql += ')';
+            out.push_back(std::move(sql));
+        }
+        return out;
+    }();
+    std::size_t index = 0;
+    while ((std::size_t{1} << index) < keys) ++index;
+    return texts.at(index);
+}
+
+}  // namespace
+
 asio::awaitable<core::result<std::vector<std::optional<core::edge_row>>>> async_multi_get(
     mariadb_conn& conn, std::string graph, std::span<const std::pair<std::int64_t, std::int64_t>> keys) {
+    static_assert(static_cast<int>(edge_direction::forward) == 0, "multi_get_sql reads forward rows");
     std::vector<std::optional<core::edge_row>> out(keys.size());
-    if (keys.empty()) co_return out;
-    std::string sql;
-    sql.reserve(64 + keys.size() * 48);
-    sql += "SELECT ";
-    sql += row_columns;
-    // FORCE INDEX: with many row-constructor tuples MariaDB 10.11 can spend far longer weighing
-    // by_position than reading; the primary key is always the access path of a key lookup.
-    sql += " FROM edges FORCE INDEX (PRIMARY) WHERE (graph, node_id, direction, other_id) IN (";
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-        if (i > 0) sql += ',';
-        append_key_tuple(sql, {graph, keys[i].first, edge_direction::forward, keys[i].second});
-    }
-    sql += ')';
-    auto r = co_await conn.async_query(sql);
-    if (!r) co_return r.error();
     std::map<std::pair<std::int64_t, std::int64_t>, core::edge_row> found;
-    for (std::size_t i = 0; i < r.value().size(); ++i) {
-        auto e = parse_row(r.value(), i);
-        found.emplace(std::pair{e.key.node_id, e.key.other_id}, e.row);
+    std::vector<sql_param> params;
+    for (std::size_t from = 0; from < keys.size(); from += multi_get_keys_max) {
+        const auto chunk = keys.subspan(from, std::min(multi_get_keys_max, keys.size() - from));
+        const std::string& sql = multi_get_sql(chunk.size());
+        const std::size_t slots = std::size_t{1} << static_cast<std::size_t>(std::bit_width(chunk.size() - 1));
+        params.clear();
+        for (std::size_t i = 0; i < slots; ++i) {
+            const auto& k = chunk[std::min(i, chunk.size() - 1)];
+            params.emplace_back(std::string_view(graph));
+            params.emplace_back(k.first);
+            params.emplace_back(k.second);
+        }
+        auto r = co_await conn.async_query_prepared(sql, params);
+        if (!r) co_return r.error();
+        for (std::size_t i = 0; i < r.value().size(); ++i) {
+            auto e = parse_row(r.value(), i);
+            found.emplace(std::pair{e.key.node_id, e.key.other_id}, e.row);
+        }
     }
     for (std::size_t i = 0; i < keys.size(); ++i) {
         if (auto it = found.find(keys[i]); it != found.end()) out[i] = it->second;

@@ -101,6 +101,35 @@ TEST(edge_get_batcher, concurrent_reads_each_get_their_own_row_and_share_queries
     EXPECT_LE(keys.sum() / static_cast<double>(keys.count()), 64.0);
 }
 
+TEST(edge_get_batcher, multi_get_answers_long_lists_with_repeats_in_order) {
+    CAIRN_REQUIRE_SHARDS(1u);
+    fresh_database(db);
+    const auto shard = test_shards().at(0);
+    asio::io_context ioc;
+    shards::mariadb_conn conn(ioc.get_executor(), params_for(shard, db));
+    ASSERT_TRUE(run_on(ioc, conn.async_connect()));
+    ASSERT_TRUE(run_on(ioc, shards::async_create_edge_schema(conn)));
+    ASSERT_TRUE(exec_sql(shard, {"INSERT INTO edges VALUES ('g',1,0,5,0,50,1,1,1),('g',2,0,6,0,60,1,1,1),"
+                                 "('g',1,1,5,0,99,1,1,1),('h',1,0,5,0,77,1,1,1)"},
+                         db));
+    // 300 keys (three statements: 128 + 128 + 44, the last padded to 64), present ones repeated,
+    // a backward row and another graph's row that must not match.
+    std::vector<std::pair<std::int64_t, std::int64_t>> keys;
+    for (int i = 0; i < 300; ++i) keys.emplace_back(i % 3 == 0 ? 1 : i % 3 == 1 ? 2 : 1000 + i, i % 3 == 0 ? 5 : 6);
+    auto r = run_on(ioc, shards::async_multi_get(conn, "g", keys));
+    ASSERT_TRUE(r) << r.error().message();
+    ASSERT_EQ(r.value().size(), keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (i % 3 == 2) {
+            EXPECT_FALSE(r.value()[i].has_value()) << i;
+        } else {
+            ASSERT_TRUE(r.value()[i].has_value()) << i;
+            EXPECT_EQ(r.value()[i]->position, i % 3 == 0 ? 50 : 60) << i;
+        }
+    }
+    EXPECT_LE(conn.prepared_count(), 3u);  // texts for 128 and 64 keys
+}
+
 TEST(edge_get_batcher, a_shard_that_does_not_answer_fails_every_read) {
     asio::io_context ioc(2);
     shards::conn_params p;
