@@ -210,34 +210,37 @@ asio::awaitable<core::result<std::optional<stored_edge>>> async_get_edge(mariadb
     co_return std::optional<stored_edge>{parse_row(r.value(), 0)};
 }
 
-std::string page_edges_sql(const edge_page_request& req) {
+page_statement page_edges_statement(const edge_page_request& req) {
     CAIRN_ASSERT(req.limit >= 1);
-    std::string sql = "SELECT ";
-    sql += row_columns;
+    CAIRN_ASSERT(core::valid_graph_name(req.graph));
+    page_statement st;
+    st.sql = "SELECT ";
+    st.sql += row_columns;
     // FORCE INDEX: on a small or skewed table the optimizer may prefer the primary key and a
     // filesort; a page must stay one range read of by_position whatever the statistics say.
-    sql += " FROM edges FORCE INDEX (by_position) WHERE graph = ";
-    append_graph(sql, req.graph);
-    fmt::format_to(std::back_inserter(sql), " AND node_id = {} AND direction = {} AND state = {}", req.node_id,
-                   static_cast<int>(req.direction), static_cast<int>(req.state));
+    st.sql += " FROM edges FORCE INDEX (by_position) WHERE graph = ? AND node_id = ? AND direction = ? AND state = ?";
+    st.params = {std::string_view(req.graph), req.node_id, std::int64_t{static_cast<int>(req.direction)},
+                 std::int64_t{static_cast<int>(req.state)}};
     // The OR form, not a row comparison: MariaDB turns it into a range on all six key parts,
     // while (position, other_id) < (p, o) only uses the four equalities.
     const bool backwards = req.cursor && req.cursor->which == core::page_cursor::kind::previous;
     if (req.cursor) {
-        const char* op = backwards ? ">" : "<";
-        fmt::format_to(std::back_inserter(sql), " AND (position {0} {1} OR (position = {1} AND other_id {0} {2}))", op,
-                       req.cursor->position, req.cursor->other_id);
+        st.sql += backwards ? " AND (position > ? OR (position = ? AND other_id > ?))"
+                            : " AND (position < ? OR (position = ? AND other_id < ?))";
+        st.params.emplace_back(req.cursor->position);
+        st.params.emplace_back(req.cursor->position);
+        st.params.emplace_back(req.cursor->other_id);
     }
     // A previous page reads upwards from its cursor; the caller reverses the rows.
-    fmt::format_to(std::back_inserter(sql), " ORDER BY position {0}, other_id {0} LIMIT {1}",
-                   backwards ? "ASC" : "DESC", req.limit + 1);
-    return sql;
+    st.sql += backwards ? " ORDER BY position ASC, other_id ASC LIMIT ?" : " ORDER BY position DESC, other_id DESC LIMIT ?";
+    st.params.emplace_back(static_cast<std::uint64_t>(req.limit + 1));
+    return st;
 }
 
 asio::awaitable<core::result<edge_page>> async_page_edges(mariadb_conn& conn, edge_page_request req) {
     using kind = core::page_cursor::kind;
-    const std::string sql = page_edges_sql(req);
-    auto r = co_await conn.async_query(sql);
+    const page_statement st = page_edges_statement(req);
+    auto r = co_await conn.async_query_prepared(st.sql, st.params);
     if (!r) co_return r.error();
     const rows& got = r.value();
     const bool more = got.size() > req.limit;  // a row beyond this page exists in read order

@@ -10,6 +10,7 @@
 #include "core/op.hpp"
 #include "core/result.hpp"
 #include "core/shard_map.hpp"
+#include "shards/mariadb_conn.hpp"
 
 #include <boost/asio/awaitable.hpp>
 
@@ -90,10 +91,16 @@ struct edge_page {
 };
 
 // The one statement that reads a page: a range read of index by_position (forced), never
-// OFFSET, fetching limit + 1 rows to learn whether more follow. Exposed for EXPLAIN tests.
-std::string page_edges_sql(const edge_page_request& req);
+// OFFSET, fetching limit + 1 rows to learn whether more follow. A prepared statement (its text
+// depends only on whether and which way a cursor points); params view req.graph, so req must
+// outlive them. Exposed for EXPLAIN tests.
+struct page_statement {
+    std::string sql;
+    std::vector<sql_param> params;
+};
+page_statement page_edges_statement(const edge_page_request& req);
 
-// Reads one page with page_edges_sql. Errors: those of mariadb_conn::async_query.
+// Reads one page with page_edges_statement. Errors: those of mariadb_conn::async_query.
 boost::asio::awaitable<core::result<edge_page>> async_page_edges(mariadb_conn& conn, edge_page_request req);
 
 // The stored count of (graph, node_id, direction, state): one primary-key lookup of

@@ -497,7 +497,7 @@ public:
         : pools_(p), leases_(p), cfg_(cfg), graph_(std::move(graph)), rng_(cfg.seed * 104729 + index) {}
     asio::awaitable<core::result<void>> async_setup() override { co_return co_await leases_.async_acquire_all(); }
     asio::awaitable<core::result<void>> async_op(std::uint64_t) override {
-        // The same range read cairn sends (shards::page_edges_sql), cursor kept by the client.
+        // The same prepared range read cairn sends (shards::page_edges_statement), cursor kept by the client.
         if (!cursor_) node_ = static_cast<std::int64_t>(splitmix(rng_) % page_nodes(cfg_) + 1);
         shards::edge_page_request req;
         req.graph = graph_;

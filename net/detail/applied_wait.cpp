@@ -84,7 +84,8 @@ asio::awaitable<std::vector<core::shard_index>> async_wait_applied(gateway& gw, 
     std::vector<core::shard_index> behind;
     for (core::shard_index s : shards) {
         shards::apply_worker& w = *gw.workers.at(s);
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        // Rounded up: a wait never ends before the timeout the client asked for.
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         const bool applied = co_await w.async_wait_applied(seq, std::max(left, std::chrono::milliseconds::zero()));
         if (!applied) behind.push_back(s);
     }
