@@ -1,0 +1,84 @@
+// One big apply transaction: 1,500 edges on a single shard are 3,000 rows and 1,507 count rows
+// in one batch. The rows and counts must be exact, applying again must change nothing, and a
+// second batch that removes half of them must move exactly those counts.
+#include <utility>
+
+#include "core/op.hpp"
+#include "core/shard_map.hpp"
+#include "shards/edge_store.hpp"
+#include "shards/mariadb_conn.hpp"
+#include "tests/support/test_shards.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace cairn::test {
+namespace {
+
+constexpr const char* db = "cairn_apply_batch";
+
+std::vector<core::op> edges(int n, core::edge_state state, std::uint64_t ts_base) {
+    std::vector<core::op> out;
+    for (int i = 0; i < n; ++i) {
+        core::edge_op e;
+        e.graph = "big";
+        e.source_id = 1 + i % 7;  // seven sources: counts of many edges per node
+        e.destination_id = 1000 + i;
+        e.state = state;
+        e.position = i;
+        out.push_back({static_cast<std::uint64_t>(i + 1), ts_base + static_cast<std::uint64_t>(i), e});
+    }
+    return out;
+}
+
+std::vector<const core::op*> ptrs(const std::vector<core::op>& ops) {
+    std::vector<const core::op*> out;
+    for (const auto& o : ops) out.push_back(&o);
+    return out;
+}
+
+TEST(edge_apply_batch, a_big_batch_applies_exactly_and_idempotently) {
+    CAIRN_REQUIRE_SHARDS(1u);
+    fresh_database(db);
+    const auto shard = test_shards().at(0);
+    boost::asio::io_context ioc;
+    shards::mariadb_conn conn(ioc.get_executor(), params_for(shard, db));
+    ASSERT_TRUE(run_on(ioc, conn.async_connect()));
+    ASSERT_TRUE(run_on(ioc, shards::async_create_edge_schema(conn)));
+    const auto map = core::shard_map::equal_ranges(1);
+
+    const auto adds = edges(1500, core::edge_state::normal, 1'000'000);
+    const auto add_ptrs = ptrs(adds);
+    for (int round = 0; round < 2; ++round) {  // the second round must change nothing
+        ASSERT_TRUE(run_on(ioc, shards::async_apply_edges(conn, map, 0, add_ptrs)));
+        auto n = query_sql(shard, "SELECT COUNT(*), SUM(state = 0), SUM(direction) FROM edges", db);
+        ASSERT_TRUE(n);
+        EXPECT_EQ(n.value().at(0), "3000\t3000\t1500") << "round " << round;
+        auto counts = query_sql(shard, "SELECT SUM(count), COUNT(*) FROM edge_counts WHERE state = 0", db);
+        ASSERT_TRUE(counts);
+        // 7 sources forward + 1500 destinations backward, 3000 edges counted once each way.
+        EXPECT_EQ(counts.value().at(0), "3000\t1507") << "round " << round;
+    }
+    auto src1 = query_sql(shard, "SELECT count FROM edge_counts WHERE node_id = 1 AND direction = 0 AND state = 0", db);
+    ASSERT_TRUE(src1);
+    EXPECT_EQ(src1.value().at(0), "215");  // i % 7 == 0 for i < 1500
+
+    // Remove the even-numbered half, later in time: 750 edges move from normal to removed.
+    auto removes = edges(1500, core::edge_state::removed, 2'000'000);
+    std::vector<core::op> half;
+    for (std::size_t i = 0; i < removes.size(); i += 2) half.push_back(removes[i]);
+    ASSERT_TRUE(run_on(ioc, shards::async_apply_edges(conn, map, 0, ptrs(half))));
+    auto by_state = query_sql(shard, "SELECT state, SUM(count) FROM edge_counts GROUP BY state ORDER BY state", db);
+    ASSERT_TRUE(by_state);
+    ASSERT_EQ(by_state.value().size(), 2u);
+    EXPECT_EQ(by_state.value().at(0), "0\t1500");
+    EXPECT_EQ(by_state.value().at(1), "1\t1500");
+    auto rows_by_state = query_sql(shard, "SELECT state, COUNT(*) FROM edges GROUP BY state ORDER BY state", db);
+    ASSERT_TRUE(rows_by_state);
+    EXPECT_EQ(rows_by_state.value().at(0), "0\t1500");
+    EXPECT_EQ(rows_by_state.value().at(1), "1\t1500");
+}
+
+}  // namespace
+}  // namespace cairn::test
