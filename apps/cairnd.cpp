@@ -14,6 +14,7 @@
 #include "net/http_server.hpp"
 #include "net/router.hpp"
 #include "net/routes.hpp"
+#include "net/ws_api.hpp"
 #include "shards/apply_worker.hpp"
 #include "shards/edge_get_batcher.hpp"
 #include "shards/pool.hpp"
@@ -176,6 +177,7 @@ int main(int argc, char** argv) {
         spdlog::critical("cannot listen on {}:{}: {}", cfg.listen_address, cfg.listen_port, r.error().message());
         return exit_startup;
     }
+    server.set_upgrade_handler(net::make_ws_handler(router, cfg.lim, metrics));
     for (auto& w : workers) w->start();
     server.start();
     spdlog::info("cairnd listening on {}:{} with {} shards, journal {} (last seq {})", cfg.listen_address,

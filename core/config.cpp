@@ -162,6 +162,7 @@ config_result parse_config(std::string_view text, std::string_view source_name) 
         r.integer("batch_ops_max", c.lim.batch_ops_max, 1, 100'000);
         r.duration("timeout_read_ms", c.lim.timeout_read, 1, 3'600'000);
         r.duration("timeout_idle_ms", c.lim.timeout_idle, 1, 86'400'000);
+        r.integer("ws_in_flight_max", c.lim.ws_in_flight_max, 1, 100'000);
         r.integer("page_limit_max", c.lim.page_limit_max, 1, 100'000);
         r.integer("set_scan_rows_max", c.lim.set_scan_rows_max, 1, 100'000'000);
         r.duration("applied_wait_max_ms", c.lim.applied_wait_max, 0, 3'600'000);

@@ -15,6 +15,7 @@ struct limits {
     std::size_t batch_ops_max = 1000;  // edges in one write request
     std::chrono::milliseconds timeout_read{30'000};
     std::chrono::milliseconds timeout_idle{300'000};
+    std::size_t ws_in_flight_max = 256;  // requests of one WebSocket connection running at once
 
     // Reads
     std::size_t set_scan_rows_max = 100'000;          // rows one page of a set operation may read

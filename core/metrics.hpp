@@ -28,6 +28,7 @@ private:
 class gauge {
 public:
     void set(double v) noexcept { v_.store(v, std::memory_order_relaxed); }
+    void add(double d) noexcept { v_.fetch_add(d, std::memory_order_relaxed); }
     double value() const noexcept { return v_.load(std::memory_order_relaxed); }
 
 private:

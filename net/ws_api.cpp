@@ -1,0 +1,339 @@
+#include <utility>  // Boost 1.74's awaitable.hpp forgets it.
+
+#include "net/ws_api.hpp"
+
+#include "core/log_task_end.hpp"
+#include "net/auth.hpp"
+#include "net/router.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/beast/websocket/stream.hpp>
+
+#include <msgpack.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <deque>
+#include <memory>
+
+namespace cairn::net {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using json = nlohmann::json;
+using error_code = boost::system::error_code;
+
+// Nesting allowed in a message (its body included); deeper input is refused before it is
+// turned into objects, so that no recursive walk can exhaust the stack.
+constexpr int message_depth_max = 32;
+constexpr std::size_t id_string_bytes_max = 128;
+// Answers waiting to be written per connection; past it the connection is closed (the client
+// reads too slowly for what it sends).
+constexpr std::size_t answers_queued_max = 4096;
+
+auto use_ec(error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
+
+struct ws_metrics {
+    core::counter& messages;
+    core::counter& rejected;
+    core::gauge& connections;
+};
+
+// One parsed message, or why it is not one.
+struct message {
+    json id;                  // null until known
+    http::verb method = http::verb::get;
+    std::string path;         // with its query
+    std::string body;         // JSON text for the route, empty for none
+    std::string idempotency_key;
+    std::string error;        // non-empty: a 400 answer with this detail
+    std::string error_field;
+};
+
+// Parses JSON text with a depth limit (nlohmann's parser itself is iterative).
+std::optional<json> parse_json_limited(std::string_view text) {
+    bool too_deep = false;
+    auto cb = [&](int depth, json::parse_event_t, json&) {
+        if (depth > message_depth_max) too_deep = true;
+        return !too_deep;
+    };
+    json j = json::parse(text.begin(), text.end(), cb, /*allow_exceptions=*/false);
+    if (too_deep || j.is_discarded()) return std::nullopt;
+    return j;
+}
+
+// Parses msgpack with msgpack-c's iterative unpacker and its depth limit first; nlohmann's
+// recursive reader then only sees input known to be shallow.
+std::optional<json> parse_msgpack_limited(std::string_view bytes) {
+    try {
+        const msgpack::unpack_limit limit(1 << 20, 1 << 20, bytes.size(), bytes.size(), bytes.size(), message_depth_max);
+        std::size_t offset = 0;
+        (void)msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr, nullptr, limit);
+        if (offset != bytes.size()) return std::nullopt;
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+    json j = json::from_msgpack(bytes.begin(), bytes.end(), true, /*allow_exceptions=*/false);
+    if (j.is_discarded()) return std::nullopt;
+    return j;
+}
+
+message parse_message(std::string_view data, bool binary) {
+    message m;
+    auto parsed = binary ? parse_msgpack_limited(data) : parse_json_limited(data);
+    if (!parsed || !parsed->is_object()) {
+        m.error = binary ? "a binary frame must be one msgpack map (nested at most 32 deep)"
+                         : "a text frame must be one JSON object (nested at most 32 deep)";
+        return m;
+    }
+    json& j = *parsed;
+    if (auto it = j.find("id"); it != j.end()) {
+        const bool ok_number = it->is_number_integer() || it->is_number_unsigned();
+        const bool ok_string = it->is_string() && it->get_ref<const std::string&>().size() <= id_string_bytes_max;
+        if (ok_number || ok_string) m.id = *it;
+    }
+    if (m.id.is_null()) {
+        m.error = "id must be an integer or a string of at most 128 bytes; answers carry it back";
+        m.error_field = "id";
+        return m;
+    }
+    for (const auto& [key, value] : j.items()) {
+        if (key != "id" && key != "method" && key != "path" && key != "body" && key != "idempotency_key") {
+            m.error = "unknown member (known: id, method, path, body, idempotency_key)";
+            m.error_field = key;
+            return m;
+        }
+    }
+    if (auto it = j.find("method"); it != j.end()) {
+        const auto verb = it->is_string() ? http::string_to_verb(it->get_ref<const std::string&>()) : http::verb::unknown;
+        if (verb != http::verb::get && verb != http::verb::post && verb != http::verb::put && verb != http::verb::delete_) {
+            m.error = "method must be \"GET\", \"POST\", \"PUT\" or \"DELETE\"";
+            m.error_field = "method";
+            return m;
+        }
+        m.method = verb;
+    }
+    auto path = j.find("path");
+    if (path == j.end() || !path->is_string() || path->get_ref<const std::string&>().empty() ||
+        path->get_ref<const std::string&>().front() != '/' || path->get_ref<const std::string&>().size() > 8192) {
+        m.error = "path must be the route's path and query, starting with /, e.g. \"/v1/graphs/follows/edges/1/2\"";
+        m.error_field = "path";
+        return m;
+    }
+    m.path = path->get_ref<const std::string&>();
+    if (auto it = j.find("body"); it != j.end() && !it->is_null()) m.body = it->dump();
+    if (auto it = j.find("idempotency_key"); it != j.end()) {
+        if (!it->is_string()) {
+            m.error = "idempotency_key must be a string";
+            m.error_field = "idempotency_key";
+            return m;
+        }
+        m.idempotency_key = it->get_ref<const std::string&>();
+    }
+    return m;
+}
+
+bool is_json(const response& res) {
+    auto it = res.find(http::field::content_type);
+    if (it == res.end()) return false;
+    const auto type = to_string_view(it->value());
+    return type.starts_with("application/json") || type.starts_with("application/problem+json");
+}
+
+// The answer frame for a routed request: {"id", "status", "body"[, "retry_after"]}.
+std::string render_answer(const json& id, const response& res, bool binary) {
+    std::string retry_after;
+    if (auto it = res.find(http::field::retry_after); it != res.end()) retry_after = std::string(to_string_view(it->value()));
+    if (!binary) {
+        std::string out = R"({"id":)";
+        out += id.dump();
+        out += R"(,"status":)";
+        out += std::to_string(res.result_int());
+        out += R"(,"body":)";
+        if (res.body().empty()) {
+            out += "null";
+        } else if (is_json(res)) {
+            out += res.body();  // cairn's own JSON: spliced, not parsed again
+        } else {
+            out += json(res.body()).dump();
+        }
+        if (!retry_after.empty()) out += R"(,"retry_after":)" + json(retry_after).dump();
+        out += '}';
+        return out;
+    }
+    json a{{"id", id}, {"status", res.result_int()}};
+    if (res.body().empty()) {
+        a["body"] = nullptr;
+    } else if (is_json(res)) {
+        a["body"] = json::parse(res.body(), nullptr, false);
+    } else {
+        a["body"] = res.body();
+    }
+    if (!retry_after.empty()) a["retry_after"] = retry_after;
+    const auto bytes = json::to_msgpack(a);
+    return std::string(bytes.begin(), bytes.end());
+}
+
+// One upgraded connection. Lives in the upgrade handler's frame; every member is touched only
+// on the connection's strand (the handler's executor), where request coroutines run too.
+class ws_session {
+public:
+    ws_session(beast::tcp_stream& stream, const router& r, const core::limits& lim, core::role role, ws_metrics& m)
+        : ws_(stream), router_(r), lim_(lim), role_(role), metrics_(m) {}
+
+    asio::awaitable<void> async_run(request upgrade) {
+        auto ex = co_await asio::this_coro::executor;
+        idle_ = std::make_unique<asio::steady_timer>(ex);
+        websocket::stream_base::timeout t{};
+        t.handshake_timeout = std::chrono::seconds(10);
+        t.idle_timeout = lim_.timeout_idle;
+        t.keep_alive_pings = true;
+        ws_.set_option(t);
+        ws_.set_option(websocket::stream_base::decorator(
+            [](websocket::response_type& res) { res.set(http::field::server, "cairn"); }));
+        ws_.read_message_max(lim_.body_bytes_max + ws_envelope_bytes);
+        error_code ec;
+        co_await ws_.async_accept(upgrade, use_ec(ec));
+        if (ec) co_return;
+        metrics_.connections.add(1);
+        beast::flat_buffer buffer;
+        while (!broken_) {
+            buffer.clear();
+            co_await ws_.async_read(buffer, use_ec(ec));
+            if (ec) {
+                // Closed by the client, idle timeout, a too-big message (Beast closes with
+                // 1009), or the server stopping: all end the connection quietly.
+                if (ec != websocket::error::closed && ec != asio::error::operation_aborted && ec != beast::error::timeout) {
+                    spdlog::debug("websocket read ended: {}", ec.message());
+                }
+                break;
+            }
+            metrics_.messages.inc();
+            const bool binary = ws_.got_binary();
+            const auto data = buffer.cdata();
+            message m = parse_message(std::string_view(static_cast<const char*>(data.data()), data.size()), binary);
+            if (!m.error.empty()) {
+                metrics_.rejected.inc();
+                enqueue(render_answer(m.id, problem(http::status::bad_request, "invalid-message", "Invalid message",
+                                                    m.error, m.error_field.empty() ? std::nullopt
+                                                                                   : std::optional<std::string_view>(m.error_field)),
+                                      binary),
+                        binary);
+                continue;
+            }
+            if (in_flight_ >= lim_.ws_in_flight_max) {
+                metrics_.rejected.inc();
+                auto res = problem(http::status::too_many_requests, "too-many-in-flight", "Too many requests in flight",
+                                   "this connection already has " + std::to_string(lim_.ws_in_flight_max) +
+                                       " requests running (limits.ws_in_flight_max); wait for answers before sending more");
+                res.set(http::field::retry_after, "1");
+                enqueue(render_answer(m.id, res, binary), binary);
+                continue;
+            }
+            ++in_flight_;
+            asio::co_spawn(ex, async_handle(std::move(m), binary), core::log_task_end{"websocket request"});
+        }
+        broken_ = true;
+        // Requests still running hold references to this session: wait for them (each ends
+        // within its own deadline), and for the writer.
+        while (in_flight_ > 0 || writing_) {
+            idle_->expires_after(std::chrono::hours(1));
+            co_await idle_->async_wait(use_ec(ec));
+        }
+        metrics_.connections.add(-1);
+        if (ws_.is_open()) {
+            ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+            co_await ws_.async_close(websocket::close_code::normal, use_ec(ec));
+        }
+    }
+
+private:
+    asio::awaitable<void> async_handle(message m, bool binary) {
+        request req{m.method, m.path, 11};
+        req.set(http::field::host, "websocket");
+        if (!m.body.empty()) req.set(http::field::content_type, "application/json");
+        if (!m.idempotency_key.empty()) req.set("Idempotency-Key", m.idempotency_key);
+        req.body() = std::move(m.body);
+        req.prepare_payload();
+        response res = co_await router_.async_route(req, role_);
+        enqueue(render_answer(m.id, res, binary), binary);
+        --in_flight_;
+        if (broken_) idle_->cancel();
+    }
+
+    void enqueue(std::string frame, bool binary) {
+        if (broken_) return;
+        if (queue_.size() >= answers_queued_max) {
+            spdlog::warn("websocket client reads too slowly ({} answers queued); closing", queue_.size());
+            broken_ = true;
+            beast::get_lowest_layer(ws_).cancel();
+            return;
+        }
+        queue_.push_back({std::move(frame), binary});
+        if (!writing_) {
+            writing_ = true;
+            asio::co_spawn(ws_.get_executor(), async_write_all(), core::log_task_end{"websocket writer"});
+        }
+    }
+
+    asio::awaitable<void> async_write_all() {
+        error_code ec;
+        while (!queue_.empty() && !broken_) {
+            auto [frame, binary] = std::move(queue_.front());
+            queue_.pop_front();
+            ws_.binary(binary);
+            co_await ws_.async_write(asio::buffer(frame), use_ec(ec));
+            if (ec) {
+                broken_ = true;
+                beast::get_lowest_layer(ws_).cancel();
+            }
+        }
+        queue_.clear();
+        writing_ = false;
+        if (broken_) idle_->cancel();
+    }
+
+    websocket::stream<beast::tcp_stream&> ws_;
+    const router& router_;
+    const core::limits& lim_;
+    core::role role_;
+    ws_metrics& metrics_;
+    std::unique_ptr<asio::steady_timer> idle_;  // wakes the read loop's final wait
+    std::deque<std::pair<std::string, bool>> queue_;
+    std::size_t in_flight_ = 0;
+    bool writing_ = false;
+    bool broken_ = false;
+};
+
+}  // namespace
+
+upgrade_handler make_ws_handler(const router& r, const core::limits& lim, core::registry& metrics) {
+    auto m = std::make_shared<ws_metrics>(ws_metrics{
+        metrics.add_counter("cairn_ws_messages_total", "WebSocket request messages received", {}),
+        metrics.add_counter("cairn_ws_rejected_total", "WebSocket messages answered 400 or 429 without routing", {}),
+        metrics.add_gauge("cairn_ws_connections", "Open WebSocket connections", {})});
+    return [&r, lim, m](beast::tcp_stream& stream, request req, core::role role) -> asio::awaitable<void> {
+        if (role == core::role::none) {
+            // Tokens are configured and this upgrade carries none: refuse before upgrading.
+            auto res = auth::unauthorized(req);
+            res.keep_alive(false);
+            error_code ec;
+            co_await http::async_write(stream, res, use_ec(ec));
+            stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+            co_return;
+        }
+        ws_session session(stream, r, lim, role, *m);
+        co_await session.async_run(std::move(req));
+    };
+}
+
+}  // namespace cairn::net

@@ -1,0 +1,236 @@
+// The WebSocket API (/v1/ws) through the real cairnd and real shards, with cairn's own test
+// client: 1,000 pipelined writes and 1,000 pipelined reads on one connection in JSON and in
+// msgpack frames (every answer matched by id, equal to what HTTP answers), per-request errors,
+// every WebSocket limit exceeded once (in flight, message size, idle), and auth on upgrade.
+#include "tests/support/e2e.hpp"
+#include "tests/support/ws_client.hpp"
+
+#include <boost/beast/websocket/error.hpp>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+namespace cairn::test {
+namespace {
+
+using json = nlohmann::json;
+
+std::string to_msgpack(const json& j) {
+    const auto bytes = json::to_msgpack(j);
+    return std::string(bytes.begin(), bytes.end());
+}
+
+json from_frame(const ws_frame& f) {
+    if (f.binary) return json::from_msgpack(f.data);
+    return json::parse(f.data);
+}
+
+cairnd_options options(const std::string& db, const std::string& extra = {}) {
+    fresh_database(db);
+    cairnd_options o;
+    o.database = db;
+    o.extra_toml = extra;
+    return o;
+}
+
+TEST(ws_api, a_thousand_pipelined_writes_and_reads_in_json_and_msgpack) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    cairnd_process gw(options("cairn_e2e_ws"));
+    ASSERT_TRUE(gw.start()) << gw.log_tail();
+    ws_client ws(gw.port());
+    ASSERT_TRUE(ws.connect());
+    constexpr int n = 1000;
+
+    // 1,000 writes sent before any answer is read: half JSON text frames, half msgpack frames.
+    for (int i = 0; i < n; ++i) {
+        const json msg{{"id", i},
+                       {"method", "POST"},
+                       {"path", "/v1/graphs/ws/edges"},
+                       {"body", {{"source_id", 1 + i % 10}, {"destination_id", 1000 + i}, {"position", i}}}};
+        ASSERT_TRUE(i % 2 ? ws.send_binary(to_msgpack(msg)) : ws.send_text(msg.dump())) << i;
+    }
+    std::set<int> answered;
+    std::set<std::uint64_t> seqs;
+    std::uint64_t last_seq = 0;
+    for (int k = 0; k < n; ++k) {
+        auto f = ws.read();
+        ASSERT_TRUE(f) << f.error().message();
+        const json a = from_frame(f.value());
+        const int id = a["id"].get<int>();
+        EXPECT_EQ(f.value().binary, id % 2 == 1) << "an answer comes in the frame type of its request";
+        EXPECT_EQ(a["status"], 202) << a.dump();
+        EXPECT_TRUE(answered.insert(id).second) << "answered twice: " << id;
+        const std::uint64_t seq = a["body"]["seq"].get<std::uint64_t>();
+        seqs.insert(seq);
+        last_seq = std::max(last_seq, seq);
+    }
+    EXPECT_EQ(answered.size(), static_cast<std::size_t>(n));
+    EXPECT_EQ(seqs.size(), static_cast<std::size_t>(n)) << "every write has its own seq";
+
+    // 1,000 reads, pipelined, each waiting for the last write: the same answers as HTTP.
+    for (int i = 0; i < n; ++i) {
+        const json msg{{"id", fmt::format("r{}", i)},
+                       {"path", fmt::format("/v1/graphs/ws/edges/{}/{}?after={}", 1 + i % 10, 1000 + i, last_seq)}};
+        ASSERT_TRUE(i % 2 ? ws.send_binary(to_msgpack(msg)) : ws.send_text(msg.dump()));
+    }
+    std::map<std::string, json> reads;
+    for (int k = 0; k < n; ++k) {
+        auto f = ws.read();
+        ASSERT_TRUE(f) << f.error().message();
+        const json a = from_frame(f.value());
+        ASSERT_EQ(a["status"], 200) << a.dump();
+        reads[a["id"].get<std::string>()] = a["body"];
+    }
+    ASSERT_EQ(reads.size(), static_cast<std::size_t>(n));
+    for (int i : {0, 1, 499, 998, 999}) {
+        auto h = http_get(gw.port(), fmt::format("/v1/graphs/ws/edges/{}/{}", 1 + i % 10, 1000 + i));
+        ASSERT_TRUE(h);
+        ASSERT_EQ(h->status, 200);
+        EXPECT_EQ(reads[fmt::format("r{}", i)], json::parse(h->body)) << i;
+        EXPECT_EQ(reads[fmt::format("r{}", i)]["position"], i);
+    }
+    ws.close();
+    EXPECT_EQ(gw.terminate(), 0) << gw.log_tail();
+}
+
+TEST(ws_api, bad_messages_get_an_error_each_and_the_connection_goes_on) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    cairnd_process gw(options("cairn_e2e_ws_bad"));
+    ASSERT_TRUE(gw.start()) << gw.log_tail();
+    ws_client ws(gw.port());
+    ASSERT_TRUE(ws.connect());
+    struct bad_case {
+        std::string frame;
+        bool binary;
+        json id;
+        int status;
+        std::string type_or_field;
+    };
+    const std::vector<bad_case> cases = {
+        {"not json", false, nullptr, 400, "invalid-message"},
+        {R"([1, 2])", false, nullptr, 400, "invalid-message"},
+        {std::string(40, '[') + std::string(40, ']'), false, nullptr, 400, "invalid-message"},
+        {R"({"path": "/livez"})", false, nullptr, 400, "id"},
+        {R"({"id": 1.5, "path": "/livez"})", false, nullptr, 400, "id"},
+        {R"({"id": 7, "path": "livez"})", false, 7, 400, "path"},
+        {R"({"id": 8, "path": "/livez", "method": "PATCH"})", false, 8, 400, "method"},
+        {R"({"id": 9, "path": "/livez", "extra": 1})", false, 9, 400, "extra"},
+        {R"({"id": "s", "path": "/v1/nowhere"})", false, "s", 404, "not-found"},
+        {R"({"id": 10, "method": "POST", "path": "/v1/graphs/g/edges", "body": {"source_id": -1, "destination_id": 2}})",
+         false, 10, 400, "source_id"},
+        {std::string("\xc1", 1), true, nullptr, 400, "invalid-message"},  // never valid msgpack
+    };
+    for (const auto& c : cases) {
+        ASSERT_TRUE(c.binary ? ws.send_binary(c.frame) : ws.send_text(c.frame));
+        auto f = ws.read();
+        ASSERT_TRUE(f) << c.frame << ": " << f.error().message();
+        const json a = from_frame(f.value());
+        EXPECT_EQ(a["id"], c.id) << c.frame;
+        EXPECT_EQ(a["status"], c.status) << c.frame << " -> " << a.dump();
+        const std::string type = a["body"].value("type", "");
+        const std::string field = a["body"].value("field", "");
+        EXPECT_TRUE(type.ends_with(c.type_or_field) || field == c.type_or_field) << c.frame << " -> " << a.dump();
+    }
+    // Nothing of that was journaled, and the connection still works.
+    ASSERT_TRUE(ws.send_text(R"({"id": 11, "path": "/readyz?verbose"})"));
+    auto f = ws.read();
+    ASSERT_TRUE(f);
+    const json ready = json::parse(f.value().data);
+    EXPECT_EQ(ready["status"], 200);
+    for (const auto& s : ready["body"]["checks"]["shards"]) EXPECT_EQ(s["applied_seq"], 0) << ready.dump();
+}
+
+TEST(ws_api, limits_in_flight_message_size_and_idle) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    auto o = options("cairn_e2e_ws_limits", "[limits]\nws_in_flight_max = 4\nbody_bytes_max = 2048\ntimeout_idle_ms = 800\n");
+    o.apply_toml = "paused = true";
+    cairnd_process gw(o);
+    ASSERT_TRUE(gw.start()) << gw.log_tail();
+    auto w = http_post(gw.port(), "/v1/graphs/g/edges", R"({"source_id": 1, "destination_id": 2})");
+    ASSERT_TRUE(w);
+    ASSERT_EQ(w->status, 202);
+
+    // In flight: with apply paused, a read ?after= the write waits its timeout. Ten at once:
+    // four run (504 after 300 ms), six are refused at once with 429.
+    {
+        ws_client ws(gw.port());
+        ASSERT_TRUE(ws.connect());
+        for (int i = 0; i < 10; ++i) {
+            ASSERT_TRUE(ws.send_text(json{{"id", i}, {"path", "/v1/graphs/g/edges/1/2?after=1&timeout_ms=300"}}.dump()));
+        }
+        std::map<int, int> by_status;
+        for (int i = 0; i < 10; ++i) {
+            auto f = ws.read();
+            ASSERT_TRUE(f);
+            const json a = json::parse(f.value().data);
+            ++by_status[a["status"].get<int>()];
+            if (a["status"] == 429) {
+                EXPECT_EQ(a["body"]["type"], "https://cairn.dev/problems/too-many-in-flight");
+                EXPECT_EQ(a["retry_after"], "1");
+            }
+        }
+        EXPECT_EQ(by_status[504], 4);
+        EXPECT_EQ(by_status[429], 6);
+    }
+    // Message size: more than body_bytes_max + the envelope allowance closes with 1009.
+    {
+        ws_client ws(gw.port());
+        ASSERT_TRUE(ws.connect());
+        const std::string big = json{{"id", 1}, {"path", "/livez"}, {"body", std::string(8000, 'x')}}.dump();
+        ASSERT_TRUE(ws.send_text(big));
+        auto f = ws.read();
+        ASSERT_FALSE(f);
+        // The server sent a close frame with 1009 (message too big) and hung up; whether the
+        // client's read reports "closed" or the failed echo of the close depends on timing.
+        EXPECT_EQ(ws.close_code(), 1009) << f.error().message();
+    }
+    // Idle: a client that sends nothing and answers no ping is closed after timeout_idle.
+    {
+        ws_client ws(gw.port());
+        ASSERT_TRUE(ws.connect());
+        std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // not reading: no pong
+        ws.set_timeout(std::chrono::seconds(3));
+        auto f = ws.read();
+        EXPECT_FALSE(f) << "still open after the idle timeout";
+    }
+    EXPECT_EQ(gw.terminate(), 0) << gw.log_tail();
+}
+
+TEST(ws_api, the_upgrade_needs_a_valid_token_and_each_request_its_role) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    const std::string read_token = "ws-read-token-0123456789";
+    cairnd_process gw(options("cairn_e2e_ws_auth", "[[tokens]]\ntoken = \"" + read_token + "\"\nrole = \"read\"\n"));
+    ASSERT_TRUE(gw.start()) << gw.log_tail();
+    {
+        ws_client ws(gw.port());
+        EXPECT_FALSE(ws.connect());
+        EXPECT_EQ(ws.handshake_status(), 401u);
+    }
+    {
+        ws_client ws(gw.port());
+        EXPECT_FALSE(ws.connect(read_token + "x"));
+        EXPECT_EQ(ws.handshake_status(), 401u);
+    }
+    ws_client ws(gw.port());
+    ASSERT_TRUE(ws.connect(read_token));
+    ASSERT_TRUE(ws.send_text(R"({"id": 1, "method": "POST", "path": "/v1/graphs/g/edges", "body": {"source_id": 1, "destination_id": 2}})"));
+    ASSERT_TRUE(ws.send_text(R"({"id": 2, "path": "/v1/graphs/g/nodes/1/count"})"));
+    std::map<int, int> status;
+    for (int i = 0; i < 2; ++i) {
+        auto f = ws.read();
+        ASSERT_TRUE(f);
+        const json a = json::parse(f.value().data);
+        status[a["id"].get<int>()] = a["status"].get<int>();
+    }
+    EXPECT_EQ(status[1], 403);
+    EXPECT_EQ(status[2], 200);
+    // The token never reaches the log.
+    EXPECT_EQ(gw.log_tail(1 << 20).find(read_token), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cairn::test
