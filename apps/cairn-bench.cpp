@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
         "  cairn-bench --scenario write --target direct --shards 127.0.0.1:33061,127.0.0.1:33062 --concurrency 16\n"
         "  cairn-bench --scenario write --target cairn-http --rate 5000 --concurrency 64   # open loop, CO-correct\n"
         "  cairn-bench --scenario get --target cairn-http --shards 127.0.0.1:33061,127.0.0.1:33062 --preload 10000\n"
+        "  cairn-bench --scenario write --target cairn-ws --concurrency 256 --ws-pipeline 64   # 4 connections\n"
         "  cairn-bench --scenario drain --target cairn-http --cairnd build/release/apps/cairnd \\\n"
         "              --cairnd-config bench.toml --backlog 1000000\n"
         "  cairn-bench --scenario restart --cairnd build/release/apps/cairnd --cairnd-config bench.toml --json out.json\n"
@@ -58,7 +59,7 @@ int main(int argc, char** argv) {
             return names;
         }()))
         ->capture_default_str();
-    app.add_option("-t,--target", cfg.target, "cairn-http, cairn-ws (not yet) or direct")
+    app.add_option("-t,--target", cfg.target, "cairn-http, cairn-ws (pipelined over /v1/ws: write, get) or direct")
         ->check(CLI::IsMember(targets()))
         ->capture_default_str();
     app.add_option("-c,--concurrency", cfg.load.concurrency, "connections (closed loop: requests in flight)")
@@ -82,6 +83,10 @@ int main(int argc, char** argv) {
     app.add_option("--preload", cfg.preload, "get: edges written to the shards before reading")->capture_default_str();
     app.add_option("--node-edges", cfg.node_edges, "page: edges per node (default 1000); count: the node's edges (default 1000000)");
     app.add_option("--backlog", cfg.backlog, "drain, restart: edges journaled with apply paused")->check(CLI::Range(1ull, 100000000ull))->capture_default_str();
+    app.add_option("--ws-pipeline", cfg.ws_pipeline, "cairn-ws: requests in flight per connection; "
+                                                     "connections = concurrency / this")
+        ->check(CLI::Range(1u, 4096u))
+        ->capture_default_str();
     app.add_option("--rate-max", cfg.rate_max, "sustained: the highest rate the search tries (it starts at --rate, "
                                                "default 1000)")
         ->check(CLI::PositiveNumber)

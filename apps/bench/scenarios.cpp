@@ -4,6 +4,7 @@
 #include "apps/bench/edge_sql.hpp"
 #include "apps/bench/http_conn.hpp"
 #include "apps/bench/sustained.hpp"
+#include "apps/bench/ws_conn.hpp"
 #include "core/log_task_end.hpp"
 #include "core/page_cursor.hpp"
 #include "core/shard_map.hpp"
@@ -238,6 +239,61 @@ private:
     std::string body_;
 };
 
+// WebSocket: workers share connections, cfg.ws_pipeline of them per connection, so that each
+// connection has that many requests in flight (one per worker) on one socket. The workers own
+// the connections (the registry keeps weak references), so a connection ends with its last
+// worker, inside the load, while its io_context is alive.
+class ws_conns {
+public:
+    explicit ws_conns(const bench_config& cfg) : cfg_(cfg) {}
+    std::shared_ptr<ws_conn> get(asio::any_io_executor ex, std::uint32_t worker_index) {
+        std::lock_guard lock(mu_);
+        const std::size_t c = worker_index / std::max<std::uint32_t>(1, cfg_.ws_pipeline);
+        if (conns_.size() <= c) conns_.resize(c + 1);
+        auto conn = conns_[c].lock();
+        if (!conn) {
+            conn = std::make_shared<ws_conn>(std::move(ex), cfg_.host, cfg_.port);
+            conns_[c] = conn;
+        }
+        return conn;
+    }
+
+private:
+    const bench_config& cfg_;
+    std::mutex mu_;
+    std::vector<std::weak_ptr<ws_conn>> conns_;
+};
+
+class ws_write_worker final : public worker {
+public:
+    ws_write_worker(std::shared_ptr<ws_conn> c, const bench_config& cfg, std::uint32_t index)
+        : conn_(std::move(c)), cfg_(cfg), rng_(cfg.seed * 1000003 + index) {
+        path_ = fmt::format("/v1/graphs/{}/edges", cfg.graph.empty() ? "bench" : cfg.graph);
+    }
+    asio::awaitable<core::result<void>> async_setup() override { co_return co_await conn_->async_connect(); }
+    asio::awaitable<core::result<void>> async_op(std::uint64_t) override {
+        body_.clear();
+        if (cfg_.batch > 1) body_ += R"({"edges":[)";
+        for (std::uint32_t i = 0; i < cfg_.batch; ++i) {
+            const auto s = splitmix(rng_) % cfg_.key_space + 1;
+            const auto d = splitmix(rng_) % cfg_.key_space + 1;
+            fmt::format_to(std::back_inserter(body_), R"({}{{"source_id":{},"destination_id":{}}})", i ? "," : "", s, d);
+        }
+        if (cfg_.batch > 1) body_ += "]}";
+        auto r = co_await conn_->async_call("POST", path_, body_);
+        if (!r) co_return r.error();
+        if (r.value() != 202) co_return error_of_status(r.value());
+        co_return core::success();
+    }
+
+private:
+    std::shared_ptr<ws_conn> conn_;
+    const bench_config& cfg_;
+    std::uint64_t rng_;
+    std::string path_;
+    std::string body_;
+};
+
 class direct_write_worker final : public worker {
 public:
     direct_write_worker(shard_pools& p, const bench_config& cfg, std::uint32_t index)
@@ -310,7 +366,18 @@ run_report run_load_scenario(const bench_config& cfg, bool needs_schema, std::fu
 }
 
 run_report run_write(const bench_config& cfg) {
-    if (cfg.target == "cairn-ws") return not_measurable(cfg, "cairn has no WebSocket API yet (issue 4)");
+    if (cfg.target == "cairn-ws") {
+        ws_conns conns(cfg);
+        auto r = run_load_scenario(cfg, false, [&](asio::any_io_executor ex, shard_pools*, std::uint32_t i) {
+            return std::make_unique<ws_write_worker>(conns.get(ex, i), cfg, i);
+        });
+        if (r.status == run_status::ok) {
+            r.note = fmt::format("POST .../edges over /v1/ws, {} requests in flight per connection", cfg.ws_pipeline);
+        }
+        r.extra["edges_per_request"] = cfg.batch;
+        r.extra["ws_pipeline"] = cfg.ws_pipeline;
+        return r;
+    }
     if (cfg.target == "cairn-http") {
         auto r = run_load_scenario(cfg, false, [&cfg](asio::any_io_executor ex, shard_pools*, std::uint32_t i) {
             return std::make_unique<http_write_worker>(std::move(ex), cfg, i);
@@ -355,6 +422,29 @@ private:
     std::string target_;
 };
 
+class ws_get_worker final : public worker {
+public:
+    ws_get_worker(std::shared_ptr<ws_conn> c, const bench_config& cfg, std::string graph, std::uint32_t index)
+        : conn_(std::move(c)), cfg_(cfg), graph_(std::move(graph)), rng_(cfg.seed * 7919 + index) {}
+    asio::awaitable<core::result<void>> async_setup() override { co_return co_await conn_->async_connect(); }
+    asio::awaitable<core::result<void>> async_op(std::uint64_t) override {
+        const auto s = splitmix(rng_) % cfg_.preload + 1;
+        path_.clear();
+        fmt::format_to(std::back_inserter(path_), "/v1/graphs/{}/edges/{}/{}", graph_, s, s + get_destination_offset);
+        auto r = co_await conn_->async_call("GET", path_);
+        if (!r) co_return r.error();
+        if (r.value() != 200) co_return error_of_status(r.value());
+        co_return core::success();
+    }
+
+private:
+    std::shared_ptr<ws_conn> conn_;
+    const bench_config& cfg_;
+    std::string graph_;
+    std::uint64_t rng_;
+    std::string path_;
+};
+
 constexpr std::string_view direct_get_sql =
     "SELECT graph, node_id, direction, other_id, state, position, ts, pos_ts, pos_set FROM edges "
     "WHERE graph = ? AND node_id = ? AND direction = 0 AND other_id = ?";
@@ -387,7 +477,6 @@ private:
 };
 
 run_report run_get(const bench_config& cfg) {
-    if (cfg.target == "cairn-ws") return not_measurable(cfg, "cairn has no WebSocket API yet (issue 4)");
     if (cfg.shards.empty()) return failed(base_report(cfg), "get needs --shards (to preload the edges it reads)");
     if (cfg.preload == 0) return failed(base_report(cfg), "get needs --preload > 0");
     const std::string graph = cfg.graph.empty() ? "bench_get" : cfg.graph;
@@ -411,6 +500,19 @@ run_report run_get(const bench_config& cfg) {
             core::log_task_end{"bench-preload"});
         ioc.run();
         if (!s) return failed(base_report(cfg), "preloading the edges failed: " + s.error().message());
+    }
+    if (cfg.target == "cairn-ws") {
+        ws_conns conns(cfg);
+        auto r = run_load_scenario(cfg, false, [&](asio::any_io_executor ex, shard_pools*, std::uint32_t i) {
+            return std::make_unique<ws_get_worker>(conns.get(ex, i), cfg, graph, i);
+        });
+        if (r.status == run_status::ok) {
+            r.note = fmt::format("GET .../edges/{{source}}/{{destination}} over /v1/ws, {} in flight per connection",
+                                 cfg.ws_pipeline);
+        }
+        r.extra["preloaded_edges"] = static_cast<double>(cfg.preload);
+        r.extra["ws_pipeline"] = cfg.ws_pipeline;
+        return r;
     }
     if (cfg.target == "cairn-http") {
         auto r = run_load_scenario(cfg, false, [&cfg, &graph](asio::any_io_executor ex, shard_pools*, std::uint32_t i) {
@@ -524,7 +626,7 @@ private:
 };
 
 run_report run_page(const bench_config& cfg) {
-    if (cfg.target == "cairn-ws") return not_measurable(cfg, "cairn has no WebSocket API yet (issue 4)");
+    if (cfg.target == "cairn-ws") return not_measurable(cfg, "cairn-bench measures this over HTTP only (over /v1/ws the same handler answers)");
     if (cfg.shards.empty()) return failed(base_report(cfg), "page needs --shards (to preload the edges it reads)");
     const std::string graph = cfg.graph.empty() ? "bench_page" : cfg.graph;
     const std::uint64_t per_node = page_node_edges(cfg);
@@ -591,7 +693,7 @@ private:
 };
 
 run_report run_count(const bench_config& cfg) {
-    if (cfg.target == "cairn-ws") return not_measurable(cfg, "cairn has no WebSocket API yet (issue 4)");
+    if (cfg.target == "cairn-ws") return not_measurable(cfg, "cairn-bench measures this over HTTP only (over /v1/ws the same handler answers)");
     if (cfg.shards.empty()) return failed(base_report(cfg), "count needs --shards (to preload the node it counts)");
     const std::uint64_t n = cfg.node_edges ? cfg.node_edges : 1'000'000;
     const std::string graph = cfg.graph.empty() ? fmt::format("bench_count_{}", n) : cfg.graph;
@@ -815,7 +917,7 @@ run_report run_sustained(const bench_config& cfg) {
         if (r.status == run_status::ok) r.note = "closed-loop single-row autocommit upserts (applied on ack)";
         return r;
     }
-    if (cfg.target == "cairn-ws") return not_measurable(cfg, "cairn-bench has no WebSocket writer yet");
+    if (cfg.target == "cairn-ws") return not_measurable(cfg, "the sustained search runs over HTTP (the WebSocket write path is measured by write)");
     return run_sustained_cairn(cfg, work_dir_of(cfg), [](asio::any_io_executor ex, const bench_config& c, std::uint32_t i) {
         return std::make_unique<http_write_worker>(std::move(ex), c, i);
     });

@@ -38,6 +38,7 @@ struct bench_config {
     std::string graph;              // default: per scenario
     std::uint64_t key_space = 1000000;  // write: ids drawn from 1..key_space
     std::uint32_t batch = 1;        // write: edges per request (cairn) or per statement (direct)
+    std::uint32_t ws_pipeline = 16; // cairn-ws: requests in flight per connection (connections = concurrency / this)
     std::uint64_t preload = 10000;  // get, page: edges written before reading
     std::uint64_t node_edges = 0;   // page: edges per node (default 1000); count: the node's edges (default 1000000)
     std::uint64_t backlog = 100000; // drain, restart: journaled edges

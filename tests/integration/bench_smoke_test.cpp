@@ -149,9 +149,25 @@ TEST_F(bench_smoke, sustained_searches_a_rate_with_apply_on_and_reports_memory) 
     EXPECT_EQ(d["scenario"], "sustained");
 }
 
-TEST_F(bench_smoke, not_yet_measurable_scenarios_report_so) {
-    auto ws = run_bench("write-ws", "--scenario write --target cairn-ws");
-    EXPECT_EQ(ws["status"], "not_measurable");
+TEST_F(bench_smoke, websocket_writes_and_reads_pipelined) {
+    cairnd_options opts;
+    opts.database = smoke_db;
+    cairnd_process cairnd(opts);
+    ASSERT_TRUE(cairnd.start()) << cairnd.log_tail();
+    // 8 workers on 2 connections: 4 requests in flight on each.
+    const std::string common = fmt::format("--port {} --shards {} --warmup 0.3 --duration 2 --concurrency 8 --ws-pipeline 4",
+                                           cairnd.port(), shard_list());
+    for (const char* scenario : {"write", "get"}) {
+        auto j = run_bench(fmt::format("{}-ws", scenario),
+                           fmt::format("--scenario {} --target cairn-ws --preload 2000 {}", scenario, common));
+        expect_sane(j, fmt::format("{}-ws", scenario));
+        EXPECT_EQ(j["concurrency"], 8);
+        EXPECT_EQ(j["extra"]["ws_pipeline"], 4);
+    }
+    // What cairn-bench does not measure over WebSocket says so.
+    auto page = run_bench("page-ws", "--scenario page --target cairn-ws");
+    EXPECT_EQ(page["status"], "not_measurable");
+    EXPECT_EQ(cairnd.terminate(), 0) << cairnd.log_tail();
 }
 
 }  // namespace

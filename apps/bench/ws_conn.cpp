@@ -1,0 +1,230 @@
+#include "apps/bench/ws_conn.hpp"
+
+#include "core/log_task_end.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/websocket/stream.hpp>
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <deque>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace cairn::bench {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+using error_code = boost::system::error_code;
+
+namespace {
+
+auto use_ec(error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
+
+std::optional<std::uint64_t> number_after(std::string_view frame, std::string_view key) noexcept {
+    const auto at = frame.find(key);
+    if (at == std::string_view::npos) return std::nullopt;
+    const char* first = frame.data() + at + key.size();
+    std::uint64_t v = 0;
+    auto [ptr, ec] = std::from_chars(first, frame.data() + frame.size(), v);
+    if (ec != std::errc() || ptr == first) return std::nullopt;
+    return v;
+}
+
+}  // namespace
+
+std::optional<ws_answer_head> parse_ws_answer_head(std::string_view frame) noexcept {
+    auto id = number_after(frame, R"({"id":)");
+    auto status = number_after(frame, R"(,"status":)");
+    if (!id || !status || *status > 999) return std::nullopt;
+    return ws_answer_head{*id, static_cast<unsigned>(*status)};
+}
+
+struct ws_conn::state : std::enable_shared_from_this<ws_conn::state> {
+    struct waiter {
+        std::shared_ptr<asio::steady_timer> timer;  // on the caller's executor
+        std::optional<core::result<unsigned>> result;
+    };
+
+    state(asio::any_io_executor ex, std::string h, std::uint16_t p, std::chrono::milliseconds t)
+        : strand(asio::make_strand(ex)), ws(strand), host(std::move(h)), port(p), timeout(t) {}
+
+    asio::strand<asio::any_io_executor> strand;
+    websocket::stream<beast::tcp_stream> ws;
+    std::string host;
+    std::uint16_t port;
+    std::chrono::milliseconds timeout;
+    std::optional<core::result<void>> connected;
+    bool connecting = false;
+    std::vector<asio::steady_timer*> connect_waiters;  // callers waiting for the first connect
+    std::uint64_t next_id = 1;
+    std::unordered_map<std::uint64_t, std::shared_ptr<waiter>> waiting;
+    std::deque<std::string> outbox;
+    bool writing = false;
+    bool reading = false;
+    std::optional<error_code> failed;
+
+    asio::awaitable<core::result<void>> async_connect_step() {
+        if (connected) co_return *connected;
+        if (connecting) {
+            // Another caller is connecting this connection: wait until it is done.
+            asio::steady_timer t(strand, std::chrono::steady_clock::time_point::max());
+            connect_waiters.push_back(&t);
+            error_code wait_ec;
+            co_await t.async_wait(use_ec(wait_ec));
+            co_return *connected;
+        }
+        connecting = true;
+        auto r = co_await async_connect_once();
+        connected = r;
+        for (auto* t : connect_waiters) t->cancel();
+        connect_waiters.clear();
+        co_return r;
+    }
+
+    asio::awaitable<core::result<void>> async_connect_once() {
+        error_code ec;
+        asio::ip::tcp::resolver resolver(strand);
+        auto eps = co_await resolver.async_resolve(host, std::to_string(port), use_ec(ec));
+        if (!ec) {
+            beast::get_lowest_layer(ws).expires_after(timeout);
+            co_await beast::get_lowest_layer(ws).async_connect(eps, use_ec(ec));
+        }
+        if (!ec) {
+            beast::get_lowest_layer(ws).expires_never();
+            websocket::stream_base::timeout t{};
+            t.handshake_timeout = timeout;
+            t.idle_timeout = timeout;  // a read that sees nothing for this long fails every call
+            t.keep_alive_pings = false;
+            ws.set_option(t);
+            co_await ws.async_handshake(host, "/v1/ws", use_ec(ec));
+        }
+        if (ec) co_return ec;
+        co_return core::success();
+    }
+
+    void fail_all(error_code ec) {
+        if (!failed) failed = ec;
+        for (auto& [id, w] : waiting) {
+            w->result = core::result<unsigned>(ec);
+            asio::post(w->timer->get_executor(), [t = w->timer] { t->cancel(); });
+        }
+        waiting.clear();
+        outbox.clear();
+    }
+
+    // Reads while calls wait for answers, so that an idle connection leaves no operation pending
+    // (the load's io_context then runs out of work when the load ends).
+    static asio::awaitable<void> read_loop(std::shared_ptr<state> self) {
+        beast::flat_buffer buffer;
+        while (!self->waiting.empty()) {
+            buffer.clear();
+            error_code ec;
+            co_await self->ws.async_read(buffer, use_ec(ec));
+            if (ec) {
+                self->fail_all(ec);
+                self->reading = false;
+                co_return;
+            }
+            const auto data = buffer.cdata();
+            const auto head = parse_ws_answer_head(std::string_view(static_cast<const char*>(data.data()), data.size()));
+            if (!head) continue;
+            auto it = self->waiting.find(head->id);
+            if (it == self->waiting.end()) continue;  // its caller timed out
+            it->second->result = head->status;
+            asio::post(it->second->timer->get_executor(), [t = it->second->timer] { t->cancel(); });
+            self->waiting.erase(it);
+        }
+        self->reading = false;
+    }
+
+    static asio::awaitable<void> write_loop(std::shared_ptr<state> self) {
+        while (!self->outbox.empty() && !self->failed) {
+            std::string frame = std::move(self->outbox.front());
+            self->outbox.pop_front();
+            error_code ec;
+            co_await self->ws.async_write(asio::buffer(frame), use_ec(ec));
+            if (ec) self->fail_all(ec);
+        }
+        self->writing = false;
+    }
+
+    // On the strand: queue the frame, register the waiter.
+    std::optional<error_code> start_call(std::uint64_t& id, std::string frame_tail, std::shared_ptr<waiter> w) {
+        if (failed) return failed;
+        id = next_id++;
+        outbox.push_back(fmt::format(R"({{"id":{},{})", id, frame_tail));
+        waiting.emplace(id, std::move(w));
+        if (!writing) {
+            writing = true;
+            asio::co_spawn(strand, write_loop(shared_from_this()), core::log_task_end{"bench ws writer"});
+        }
+        if (!reading) {
+            reading = true;
+            asio::co_spawn(strand, read_loop(shared_from_this()), core::log_task_end{"bench ws reader"});
+        }
+        return std::nullopt;
+    }
+};
+
+ws_conn::ws_conn(asio::any_io_executor ex, std::string host, std::uint16_t port, std::chrono::milliseconds timeout)
+    : s_(std::make_shared<state>(std::move(ex), std::move(host), port, timeout)) {}
+
+ws_conn::~ws_conn() {
+    // The load destroys its workers (and so their connections) after its io_context ran out of
+    // work: no operation of this connection is pending, so the socket is closed directly.
+    error_code ignored;
+    beast::get_lowest_layer(s_->ws).socket().close(ignored);
+}
+
+asio::awaitable<core::result<void>> ws_conn::async_connect() {
+    std::optional<core::result<void>> out;
+    // Parameters, not captures: a coroutine lambda's captures die with the lambda object.
+    // (And co_spawn's awaitable result must be default-constructible: result<void> is not.)
+    auto step = [](std::shared_ptr<state> s, std::optional<core::result<void>>* o) -> asio::awaitable<void> {
+        o->emplace(co_await s->async_connect_step());
+    };
+    co_await asio::co_spawn(s_->strand, step(s_, &out), asio::use_awaitable);
+    co_return std::move(*out);
+}
+
+asio::awaitable<core::result<unsigned>> ws_conn::async_call(std::string_view method, std::string_view path,
+                                                            std::string_view body_json) {
+    auto s = s_;
+    auto w = std::make_shared<state::waiter>();
+    w->timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor, s->timeout);
+    std::string tail = fmt::format(R"("method":"{}","path":"{}")", method, path);
+    if (!body_json.empty()) tail += fmt::format(R"(,"body":{})", body_json);
+    tail += '}';
+    std::uint64_t id = 0;
+    auto start = [](std::shared_ptr<state> st, std::shared_ptr<state::waiter> wt, std::uint64_t* out_id,
+                    std::string t) -> asio::awaitable<std::optional<error_code>> {
+        co_return st->start_call(*out_id, std::move(t), std::move(wt));
+    };
+    auto refused = co_await asio::co_spawn(s->strand, start(s, w, &id, std::move(tail)), asio::use_awaitable);
+    if (refused) co_return *refused;
+    error_code ec;
+    co_await w->timer->async_wait(use_ec(ec));
+    if (w->result) co_return *w->result;
+    // Timed out: forget the waiter (its answer, if it comes, is dropped).
+    auto forget = [](std::shared_ptr<state> st, std::uint64_t i) -> asio::awaitable<void> {
+        st->waiting.erase(i);
+        co_return;
+    };
+    co_await asio::co_spawn(s->strand, forget(s, id), asio::use_awaitable);
+    co_return core::errc::timeout;
+}
+
+}  // namespace cairn::bench

@@ -1,0 +1,53 @@
+// One pipelined WebSocket connection to cairnd's /v1/ws for cairn-bench: many callers (the
+// load's workers) each send a request and await their own answer, matched by id, while the
+// connection keeps up to as many requests in flight as there are callers. Everything runs on
+// the connection's strand; callers may be on any executor. Owns its socket.
+#pragma once
+
+#include <utility>  // Boost 1.74's awaitable.hpp forgets it.
+
+#include "core/result.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace cairn::bench {
+
+class ws_conn {
+public:
+    ws_conn(boost::asio::any_io_executor ex, std::string host, std::uint16_t port,
+            std::chrono::milliseconds timeout = std::chrono::seconds(10));
+    // Must run while the executor's io_context still exists and no operation is pending.
+    ~ws_conn();
+
+    // Connects and upgrades (once; later calls return the first outcome).
+    [[nodiscard]] boost::asio::awaitable<core::result<void>> async_connect();
+
+    // Sends {"id": <assigned>, "method", "path", "body"} as a text frame and waits (up to the
+    // timeout) for its answer; returns the answer's status. Errors: the connection's failure
+    // (then every waiting call fails), or core::errc::timeout.
+    [[nodiscard]] boost::asio::awaitable<core::result<unsigned>> async_call(std::string_view method,
+                                                                            std::string_view path,
+                                                                            std::string_view body_json = {});
+
+private:
+    struct state;
+    std::shared_ptr<state> s_;
+};
+
+// The id and status of an answer frame {"id":N,"status":S,...} as cairn writes it (no general
+// JSON parsing: the bench must not cost the client more than the server). nullopt if absent.
+struct ws_answer_head {
+    std::uint64_t id = 0;
+    unsigned status = 0;
+};
+std::optional<ws_answer_head> parse_ws_answer_head(std::string_view frame) noexcept;
+
+}  // namespace cairn::bench
