@@ -209,6 +209,18 @@ asio::awaitable<core::result<void>> async_upsert_edges(shard_pools& p, std::stri
 
 // ---- write -----------------------------------------------------------------------------------------
 
+// The body of one write request: cfg.batch random edges (one object, or {"edges": [...]}).
+void random_edge_writes(const bench_config& cfg, std::uint64_t& rng, std::string& body) {
+    body.clear();
+    if (cfg.batch > 1) body += R"({"edges":[)";
+    for (std::uint32_t i = 0; i < cfg.batch; ++i) {
+        const auto s = splitmix(rng) % cfg.key_space + 1;
+        const auto d = splitmix(rng) % cfg.key_space + 1;
+        fmt::format_to(std::back_inserter(body), R"({}{{"source_id":{},"destination_id":{}}})", i ? "," : "", s, d);
+    }
+    if (cfg.batch > 1) body += "]}";
+}
+
 class http_write_worker final : public worker {
 public:
     http_write_worker(asio::any_io_executor ex, const bench_config& cfg, std::uint32_t index)
@@ -217,14 +229,7 @@ public:
     }
     asio::awaitable<core::result<void>> async_setup() override { co_return co_await conn_.async_connect(); }
     asio::awaitable<core::result<void>> async_op(std::uint64_t) override {
-        body_.clear();
-        if (cfg_.batch > 1) body_ += R"({"edges":[)";
-        for (std::uint32_t i = 0; i < cfg_.batch; ++i) {
-            const auto s = splitmix(rng_) % cfg_.key_space + 1;
-            const auto d = splitmix(rng_) % cfg_.key_space + 1;
-            fmt::format_to(std::back_inserter(body_), R"({}{{"source_id":{},"destination_id":{}}})", i ? "," : "", s, d);
-        }
-        if (cfg_.batch > 1) body_ += "]}";
+        random_edge_writes(cfg_, rng_, body_);
         auto r = co_await conn_.async_request(http::verb::post, target_, body_);
         if (!r) co_return r.error();
         if (r.value().status != 202) co_return error_of_status(r.value().status);
@@ -272,14 +277,7 @@ public:
     }
     asio::awaitable<core::result<void>> async_setup() override { co_return co_await conn_->async_connect(); }
     asio::awaitable<core::result<void>> async_op(std::uint64_t) override {
-        body_.clear();
-        if (cfg_.batch > 1) body_ += R"({"edges":[)";
-        for (std::uint32_t i = 0; i < cfg_.batch; ++i) {
-            const auto s = splitmix(rng_) % cfg_.key_space + 1;
-            const auto d = splitmix(rng_) % cfg_.key_space + 1;
-            fmt::format_to(std::back_inserter(body_), R"({}{{"source_id":{},"destination_id":{}}})", i ? "," : "", s, d);
-        }
-        if (cfg_.batch > 1) body_ += "]}";
+        random_edge_writes(cfg_, rng_, body_);
         auto r = co_await conn_->async_call("POST", path_, body_);
         if (!r) co_return r.error();
         if (r.value() != 202) co_return error_of_status(r.value());
