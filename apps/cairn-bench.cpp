@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
             return names;
         }()))
         ->capture_default_str();
-    app.add_option("-t,--target", cfg.target, "cairn-http, cairn-ws (pipelined over /v1/ws: write, get) or direct")
+    app.add_option("-t,--target", cfg.target, "cairn-http, cairn-ws (pipelined over /v1/ws) or direct")
         ->check(CLI::IsMember(targets()))
         ->capture_default_str();
     app.add_option("-c,--concurrency", cfg.load.concurrency, "connections (closed loop: requests in flight)")

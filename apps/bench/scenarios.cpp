@@ -556,10 +556,39 @@ std::uint64_t page_nodes(const bench_config& cfg) {
     return std::max<std::uint64_t>(1, cfg.preload / page_node_edges(cfg));
 }
 
-class http_page_worker final : public worker {
+// How a read worker reaches cairn: one keep-alive HTTP connection, or a shared pipelined
+// WebSocket connection. Both answer a GET with its status and a text holding the JSON body.
+class http_transport {
 public:
-    http_page_worker(asio::any_io_executor ex, const bench_config& cfg, std::string graph, std::uint32_t index)
-        : conn_(ex, cfg.host, cfg.port), cfg_(cfg), graph_(std::move(graph)), rng_(cfg.seed * 104729 + index) {}
+    http_transport(asio::any_io_executor ex, const bench_config& cfg) : conn_(std::move(ex), cfg.host, cfg.port) {}
+    asio::awaitable<core::result<void>> async_connect() { co_return co_await conn_.async_connect(); }
+    asio::awaitable<core::result<http_result>> async_fetch(std::string_view target) {
+        co_return co_await conn_.async_request(http::verb::get, target);
+    }
+
+private:
+    http_conn conn_;
+};
+
+class ws_transport {
+public:
+    explicit ws_transport(std::shared_ptr<ws_conn> c) : conn_(std::move(c)) {}
+    asio::awaitable<core::result<void>> async_connect() { co_return co_await conn_->async_connect(); }
+    asio::awaitable<core::result<http_result>> async_fetch(std::string_view target) {
+        auto r = co_await conn_->async_get(target);
+        if (!r) co_return r.error();
+        co_return http_result{r.value().first, std::move(r.value().second)};  // the answer frame holds the body
+    }
+
+private:
+    std::shared_ptr<ws_conn> conn_;
+};
+
+template <class Transport>
+class page_worker final : public worker {
+public:
+    page_worker(Transport t, const bench_config& cfg, std::string graph, std::uint32_t index)
+        : conn_(std::move(t)), cfg_(cfg), graph_(std::move(graph)), rng_(cfg.seed * 104729 + index) {}
     asio::awaitable<core::result<void>> async_setup() override { co_return co_await conn_.async_connect(); }
     asio::awaitable<core::result<void>> async_op(std::uint64_t) override {
         // Walk a node's list page by page with the cursors cairn hands out; at the end, another node.
@@ -567,7 +596,7 @@ public:
         target_.clear();
         fmt::format_to(std::back_inserter(target_), "/v1/graphs/{}/nodes/{}/edges?limit={}", graph_, node_, page_limit);
         if (!cursor_.empty()) target_ += "&cursor=" + cursor_;
-        auto r = co_await conn_.async_request(http::verb::get, target_);
+        auto r = co_await conn_.async_fetch(target_);
         cursor_.clear();
         if (!r) co_return r.error();
         if (r.value().status != 200) co_return error_of_status(r.value().status);
@@ -582,7 +611,7 @@ public:
     }
 
 private:
-    http_conn conn_;
+    Transport conn_;
     const bench_config& cfg_;
     std::string graph_;
     std::uint64_t rng_;
@@ -624,7 +653,6 @@ private:
 };
 
 run_report run_page(const bench_config& cfg) {
-    if (cfg.target == "cairn-ws") return not_measurable(cfg, "cairn-bench measures this over HTTP only (over /v1/ws the same handler answers)");
     if (cfg.shards.empty()) return failed(base_report(cfg), "page needs --shards (to preload the edges it reads)");
     const std::string graph = cfg.graph.empty() ? "bench_page" : cfg.graph;
     const std::uint64_t per_node = page_node_edges(cfg);
@@ -638,34 +666,44 @@ run_report run_page(const bench_config& cfg) {
     run_report r;
     if (cfg.target == "cairn-http") {
         r = run_load_scenario(cfg, false, [&cfg, &graph](asio::any_io_executor ex, shard_pools*, std::uint32_t i) {
-            return std::make_unique<http_page_worker>(std::move(ex), cfg, graph, i);
+            return std::make_unique<page_worker<http_transport>>(http_transport(std::move(ex), cfg), cfg, graph, i);
         });
         if (r.status == run_status::ok) r.note = "GET /v1/graphs/{graph}/nodes/{id}/edges?limit=100, following next_cursor";
+    } else if (cfg.target == "cairn-ws") {
+        ws_conns conns(cfg);
+        r = run_load_scenario(cfg, false, [&](asio::any_io_executor ex, shard_pools*, std::uint32_t i) {
+            return std::make_unique<page_worker<ws_transport>>(ws_transport(conns.get(ex, i)), cfg, graph, i);
+        });
+        if (r.status == run_status::ok) {
+            r.note = fmt::format("the same pages over /v1/ws, {} in flight per connection", cfg.ws_pipeline);
+        }
+        r.extra["ws_pipeline"] = cfg.ws_pipeline;
     } else {
         r = run_load_scenario(cfg, false, [&cfg, &graph](asio::any_io_executor, shard_pools* p, std::uint32_t i) {
             return std::make_unique<direct_page_worker>(*p, cfg, graph, i);
         });
-        if (r.status == run_status::ok) r.note = "the same by_position range read (text protocol), cursor kept by the client";
+        if (r.status == run_status::ok) r.note = "the same prepared by_position range read, cursor kept by the client";
     }
     r.extra["nodes"] = static_cast<double>(page_nodes(cfg));
     r.extra["edges_per_node"] = static_cast<double>(per_node);
     return r;
 }
 
-class http_count_worker final : public worker {
+template <class Transport>
+class count_worker final : public worker {
 public:
-    http_count_worker(asio::any_io_executor ex, const bench_config& cfg, std::string graph)
-        : conn_(ex, cfg.host, cfg.port), target_(fmt::format("/v1/graphs/{}/nodes/1/count", graph)) {}
+    count_worker(Transport t, const std::string& graph)
+        : conn_(std::move(t)), target_(fmt::format("/v1/graphs/{}/nodes/1/count", graph)) {}
     asio::awaitable<core::result<void>> async_setup() override { co_return co_await conn_.async_connect(); }
     asio::awaitable<core::result<void>> async_op(std::uint64_t) override {
-        auto r = co_await conn_.async_request(http::verb::get, target_);
+        auto r = co_await conn_.async_fetch(target_);
         if (!r) co_return r.error();
         if (r.value().status != 200) co_return error_of_status(r.value().status);
         co_return core::success();
     }
 
 private:
-    http_conn conn_;
+    Transport conn_;
     std::string target_;
 };
 
@@ -691,7 +729,6 @@ private:
 };
 
 run_report run_count(const bench_config& cfg) {
-    if (cfg.target == "cairn-ws") return not_measurable(cfg, "cairn-bench measures this over HTTP only (over /v1/ws the same handler answers)");
     if (cfg.shards.empty()) return failed(base_report(cfg), "count needs --shards (to preload the node it counts)");
     const std::uint64_t n = cfg.node_edges ? cfg.node_edges : 1'000'000;
     const std::string graph = cfg.graph.empty() ? fmt::format("bench_count_{}", n) : cfg.graph;
@@ -722,9 +759,18 @@ run_report run_count(const bench_config& cfg) {
     run_report r;
     if (cfg.target == "cairn-http") {
         r = run_load_scenario(cfg, false, [&cfg, &graph](asio::any_io_executor ex, shard_pools*, std::uint32_t) {
-            return std::make_unique<http_count_worker>(std::move(ex), cfg, graph);
+            return std::make_unique<count_worker<http_transport>>(http_transport(std::move(ex), cfg), graph);
         });
         if (r.status == run_status::ok) r.note = "GET /v1/graphs/{graph}/nodes/1/count (the stored count row)";
+    } else if (cfg.target == "cairn-ws") {
+        ws_conns conns(cfg);
+        r = run_load_scenario(cfg, false, [&](asio::any_io_executor ex, shard_pools*, std::uint32_t i) {
+            return std::make_unique<count_worker<ws_transport>>(ws_transport(conns.get(ex, i)), graph);
+        });
+        if (r.status == run_status::ok) {
+            r.note = fmt::format("the same count over /v1/ws, {} in flight per connection", cfg.ws_pipeline);
+        }
+        r.extra["ws_pipeline"] = cfg.ws_pipeline;
     } else {
         r = run_load_scenario(cfg, false, [&graph](asio::any_io_executor, shard_pools* p, std::uint32_t) {
             return std::make_unique<direct_count_worker>(*p, graph);

@@ -52,11 +52,14 @@ std::optional<ws_answer_head> parse_ws_answer_head(std::string_view frame) noexc
     return ws_answer_head{*id, static_cast<unsigned>(*status)};
 }
 
+struct ws_conn::waiter {
+    std::shared_ptr<asio::steady_timer> timer;  // on the caller's executor
+    std::optional<core::result<unsigned>> result;
+    bool keep_frame = false;
+    std::string frame;  // the answer, when keep_frame
+};
+
 struct ws_conn::state : std::enable_shared_from_this<ws_conn::state> {
-    struct waiter {
-        std::shared_ptr<asio::steady_timer> timer;  // on the caller's executor
-        std::optional<core::result<unsigned>> result;
-    };
 
     state(asio::any_io_executor ex, std::string h, std::uint16_t p, std::chrono::milliseconds t)
         : strand(asio::make_strand(ex)), ws(strand), host(std::move(h)), port(p), timeout(t) {}
@@ -144,6 +147,9 @@ struct ws_conn::state : std::enable_shared_from_this<ws_conn::state> {
             auto it = self->waiting.find(head->id);
             if (it == self->waiting.end()) continue;  // its caller timed out
             it->second->result = head->status;
+            if (it->second->keep_frame) {
+                it->second->frame.assign(static_cast<const char*>(data.data()), data.size());
+            }
             asio::post(it->second->timer->get_executor(), [t = it->second->timer] { t->cancel(); });
             self->waiting.erase(it);
         }
@@ -202,14 +208,28 @@ asio::awaitable<core::result<void>> ws_conn::async_connect() {
 
 asio::awaitable<core::result<unsigned>> ws_conn::async_call(std::string_view method, std::string_view path,
                                                             std::string_view body_json) {
-    auto s = s_;
-    auto w = std::make_shared<state::waiter>();
+    auto w = std::make_shared<waiter>();
+    co_return co_await async_call_with(s_, std::move(w), method, path, body_json);
+}
+
+asio::awaitable<core::result<std::pair<unsigned, std::string>>> ws_conn::async_get(std::string_view path) {
+    auto w = std::make_shared<waiter>();
+    w->keep_frame = true;
+    auto r = co_await async_call_with(s_, w, "GET", path, {});
+    if (!r) co_return r.error();
+    co_return std::pair<unsigned, std::string>{r.value(), std::move(w->frame)};
+}
+
+asio::awaitable<core::result<unsigned>> ws_conn::async_call_with(std::shared_ptr<state> s,
+                                                                 std::shared_ptr<waiter> w,
+                                                                 std::string_view method, std::string_view path,
+                                                                 std::string_view body_json) {
     w->timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor, s->timeout);
     std::string tail = fmt::format(R"("method":"{}","path":"{}")", method, path);
     if (!body_json.empty()) tail += fmt::format(R"(,"body":{})", body_json);
     tail += '}';
     std::uint64_t id = 0;
-    auto start = [](std::shared_ptr<state> st, std::shared_ptr<state::waiter> wt, std::uint64_t* out_id,
+    auto start = [](std::shared_ptr<state> st, std::shared_ptr<waiter> wt, std::uint64_t* out_id,
                     std::string t) -> asio::awaitable<std::optional<error_code>> {
         co_return st->start_call(*out_id, std::move(t), std::move(wt));
     };

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace cairn::bench {
 
@@ -37,8 +38,18 @@ public:
                                                                             std::string_view path,
                                                                             std::string_view body_json = {});
 
+    // The same for a GET of path, also returning the whole answer frame (for bodies the bench
+    // needs, such as a page's next_cursor).
+    [[nodiscard]] boost::asio::awaitable<core::result<std::pair<unsigned, std::string>>> async_get(std::string_view path);
+
 private:
     struct state;
+    struct waiter;
+    static boost::asio::awaitable<core::result<unsigned>> async_call_with(std::shared_ptr<state> s,
+                                                                          std::shared_ptr<waiter> w,
+                                                                          std::string_view method,
+                                                                          std::string_view path,
+                                                                          std::string_view body_json);
     std::shared_ptr<state> s_;
 };
 

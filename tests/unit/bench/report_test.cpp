@@ -87,7 +87,7 @@ TEST(report, unmeasurable_scenarios_say_so_without_touching_anything) {
     r = run_scenario(cfg);
     EXPECT_EQ(r.status, run_status::failed);
     EXPECT_NE(r.note.find("--cairnd"), std::string::npos) << r.note;
-    cfg.scenario = "page";
+    cfg.scenario = "restart";
     cfg.target = "cairn-ws";
     EXPECT_EQ(run_scenario(cfg).status, run_status::not_measurable);
     cfg.scenario = "write";
