@@ -6,7 +6,8 @@
 // a sampler polls /readyz?verbose (journal lag, summed over shards) and cairnd's VmRSS. A
 // step is good when every request succeeded, the achieved rate is within 5% of the target,
 // and the lag stayed bounded: in the second half of the step it never exceeded
-// max(lag_floor, half a second of writes), so apply is not falling behind. After each step the
+// max(lag_floor, half a second of writes), so apply is not falling behind (samples after the
+// window, while the last requests complete, count too), and the rate was achieved in wall time. After each step the
 // backlog drains before the next one starts. Finally the best rate runs once more, twice as
 // long, for the memory figures (peak RSS and whether it stays flat). Blocking.
 #pragma once

@@ -71,6 +71,8 @@ TEST(apply_kept_up, only_the_second_half_counts_and_must_stay_under_the_bound) {
     // Growing lag: the second half passes the bound.
     EXPECT_FALSE(apply_kept_up(series({100, 500, 1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000}, 1.0), 10, 10000,
                                2000));
+    // A backlog that shows only after the window (the step's last requests) counts too.
+    EXPECT_FALSE(apply_kept_up(series({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9000, 20000}, 1.0), 10, 10000, 2000));
     // No sample in the second half: cannot tell, so not kept up.
     EXPECT_FALSE(apply_kept_up(series({0, 0}, 1.0), 10, 10000, 2000));
 }
