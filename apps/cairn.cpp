@@ -4,6 +4,7 @@
 // TOML) > defaults. Exit codes are listed in exit_* below and in docs/cli.md.
 #include "apps/cli/admin_client.hpp"
 #include "core/config.hpp"
+#include "journal/inspect.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -35,7 +36,8 @@ constexpr int exit_auth = 5;         // 401 or 403: no token, a wrong token, or 
 
 constexpr const char* exit_codes_text =
     "Exit codes: 0 done; 1 cairnd refused the request (not found, invalid input); 2 bad arguments or settings;\n"
-    "3 cairnd did not answer or answered 5xx; 4 a drop was not confirmed; 5 not authorized (401/403).";
+    "3 cairnd did not answer or answered 5xx; 4 a drop was not confirmed; 5 not authorized (401/403);\n"
+    "6 journal check found problems.";
 
 struct settings {
     std::string url;
@@ -533,6 +535,86 @@ int cmd_trace(const settings& s, std::uint64_t seq) {
     return exit_ok;
 }
 
+// ---- journal commands: read a journal directory directly (no cairnd needed) ----------------
+
+constexpr int exit_check_failed = 6;  // journal check found problems
+
+json inspection_json(const std::string& dir, const journal::inspection& in) {
+    json j{{"dir", dir},
+           {"node_id", in.node_id},
+           {"format_version", in.format_version},
+           {"ops", in.ops_count},
+           {"first_seq", in.first_seq},
+           {"last_seq", in.last_seq},
+           {"first_time_ms", in.first_time_ms},
+           {"last_time_ms", in.last_time_ms},
+           {"ops_bytes", in.ops_bytes},
+           {"errors", in.error_count},
+           {"dead", in.dead_count},
+           {"idempotency_keys", in.idem_count},
+           {"map_bytes_used", in.map_bytes_used},
+           {"map_bytes_max", in.map_bytes_max},
+           {"file_bytes", in.file_bytes}};
+    json cursors = json::array();
+    for (const auto& [shard, seq] : in.cursors) {
+        cursors.push_back({{"shard", shard}, {"applied_seq", seq}, {"lag", in.last_seq > seq ? in.last_seq - seq : 0}});
+    }
+    j["cursors"] = cursors;
+    if (in.checked) {
+        json problems = json::array();
+        for (const auto& p : in.problems) problems.push_back({{"where", p.where}, {"seq", p.seq}, {"what", p.what}});
+        j["ok"] = in.problems.empty();
+        j["problems"] = problems;
+    }
+    return j;
+}
+
+journal::inspection inspect_dir(const std::string& dir, bool check) {
+    auto r = journal::inspect(dir, check);
+    if (r) return std::move(r.value());
+    if (r.error() == core::errc::not_found) {
+        throw cli_exit{exit_usage, fmt::format("cairn: {} is not a journal directory (no data.mdb)", dir)};
+    }
+    const int code = check ? exit_check_failed : exit_refused;
+    throw cli_exit{code, fmt::format("cairn: cannot read the journal in {}: {}", dir, r.error().message())};
+}
+
+int cmd_journal_stat(const settings& s, const std::string& dir) {
+    const auto in = inspect_dir(dir, false);
+    if (s.json_out) {
+        print_json(inspection_json(dir, in));
+        return exit_ok;
+    }
+    fmt::print("journal {} (node id {}, format {})\n", dir, in.node_id, in.format_version);
+    fmt::print("ops       {} (seq {}..{}, {} of records)\n", in.ops_count, in.first_seq, in.last_seq, bytes_text(static_cast<double>(in.ops_bytes)));
+    if (in.ops_count > 0) {
+        fmt::print("retained  {} (oldest op appended at {} ms, newest at {} ms)\n",
+                   duration_text(in.last_time_ms - in.first_time_ms), in.first_time_ms, in.last_time_ms);
+    }
+    fmt::print("map       {} used of {}, data.mdb {}\n", bytes_text(static_cast<double>(in.map_bytes_used)),
+               bytes_text(static_cast<double>(in.map_bytes_max)), bytes_text(static_cast<double>(in.file_bytes)));
+    fmt::print("queues    {} error tasks, {} dead letters, {} idempotency keys\n", in.error_count, in.dead_count, in.idem_count);
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& [shard, seq] : in.cursors) {
+        rows.push_back({std::to_string(shard), std::to_string(seq), std::to_string(in.last_seq > seq ? in.last_seq - seq : 0)});
+    }
+    print_table({"SHARD", "APPLIED", "LAG"}, rows);
+    return exit_ok;
+}
+
+int cmd_journal_check(const settings& s, const std::string& dir) {
+    const auto in = inspect_dir(dir, true);
+    if (s.json_out) {
+        print_json(inspection_json(dir, in));
+    } else if (in.problems.empty()) {
+        fmt::print("journal {}: ok ({} ops, {} error tasks, {} dead letters decoded)\n", dir, in.ops_count, in.error_count, in.dead_count);
+    } else {
+        for (const auto& p : in.problems) fmt::print("{} seq {}: {}\n", p.where, p.seq, p.what);
+        fmt::print("journal {}: {} problem(s)\n", dir, in.problems.size());
+    }
+    return in.problems.empty() ? exit_ok : exit_check_failed;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -545,6 +627,7 @@ int main(int argc, char** argv) {
         "  cairn dead edit 1 42                  fix its op in $EDITOR, then: cairn dead reinject 1 42\n"
         "  cairn apply pause --all               stop applying; writes are still acknowledged\n"
         "  cairn trace 42                        where is write 42?\n"
+        "  cairn journal stat --dir DIR          a journal directory read directly (cairnd running or dead)\n"
         "  CAIRN_URL=http://10.0.0.5:8080 CAIRN_TOKEN=... cairn status --json\n\n"
         "Settings: flags > environment (CAIRN_URL, CAIRN_TOKEN) > --config (cairnd's TOML: listen address and\n"
         "port, the first admin token) > defaults (http://127.0.0.1:8080, no token).\n"};
@@ -720,6 +803,31 @@ int main(int argc, char** argv) {
                                      "  cairn trace 42 --json | jq -r .state");
     trace->add_option("seq", trace_seq, "the journal seq")->required();
     trace->callback([&] { run = [&] { return cmd_trace(s, trace_seq); }; });
+
+    std::string journal_dir;
+    auto* journal_cmd = app.add_subcommand("journal",
+                                           "Read a journal directory directly, with cairnd running or dead (LMDB read-only,\n"
+                                           "no lock taken; run it where the directory is).\n\n"
+                                           "Examples:\n"
+                                           "  cairn journal stat --dir /var/lib/cairn/journal\n"
+                                           "  cairn journal check --dir /var/lib/cairn/journal --json");
+    journal_cmd->require_subcommand(1);
+    auto* journal_stat = journal_cmd->add_subcommand("stat",
+                                                     "Sizes, seq range, retention span, cursors and lag, queue counts.\n\n"
+                                                     "Examples:\n"
+                                                     "  cairn journal stat --dir /var/lib/cairn/journal\n"
+                                                     "  cairn journal stat --dir ./journal --json | jq .cursors");
+    auto* journal_check = journal_cmd->add_subcommand("check",
+                                                      "Decode every op, error task and dead letter; check keys, seq order and\n"
+                                                      "cursors. Exit code 6 when a problem is found (each is listed).\n\n"
+                                                      "Examples:\n"
+                                                      "  cairn journal check --dir /var/lib/cairn/journal\n"
+                                                      "  cairn journal check --dir ./journal --json | jq .problems");
+    for (auto* sub : {journal_stat, journal_check}) {
+        sub->add_option("--dir", journal_dir, "the journal directory (cairnd's journal.path)")->required();
+    }
+    journal_stat->callback([&] { run = [&] { return cmd_journal_stat(s, journal_dir); }; });
+    journal_check->callback([&] { run = [&] { return cmd_journal_check(s, journal_dir); }; });
 
     try {
         app.parse(argc, argv);
