@@ -67,6 +67,7 @@ result<op> decode_op(std::span<const char> bytes) {
                                            obj.via.array.size - detail::record_header_fields);
         switch (static_cast<model>(f[3].as<std::uint8_t>())) {
             case model::edge: return finish(std::move(out), detail::unpack_edge(fields));
+            case model::node: return finish(std::move(out), detail::unpack_node(fields));
             default: return errc::journal_corrupt;
         }
     } catch (const std::exception&) {

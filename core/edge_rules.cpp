@@ -1,5 +1,6 @@
 #include "core/edge_rules.hpp"
 
+#include <algorithm>
 #include <tuple>
 
 namespace cairn::core {
@@ -51,6 +52,30 @@ edge_row edge_merge(const std::optional<edge_row>& current, const edge_op& o, st
         row.pos_set = o.sets_position;
     }
     return row;
+}
+
+node_registers node_merge(node_registers current, node_action action, std::uint64_t ts) noexcept {
+    if (action == node_action::remove) {
+        current.removed_ts = std::max(current.removed_ts, ts);
+        return current;
+    }
+    const bool archived = action == node_action::archive;
+    if (std::tuple(ts, archived) > std::tuple(current.archive_ts, current.archived)) {
+        current.archive_ts = ts;
+        current.archived = archived;
+    }
+    return current;
+}
+
+edge_state edge_effective_state(const edge_row& own, const node_registers& a, const node_registers& b) noexcept {
+    auto removes = [&](const node_registers& r) { return r.removed_ts != 0 && r.removed_ts >= own.ts; };
+    if (removes(a) || removes(b)) return edge_state::removed;
+    if (own.state != edge_state::normal && own.state != edge_state::archived) return own.state;
+    auto archives = [&](const node_registers& r) { return r.archive_ts != 0 && r.archived && r.archive_ts >= own.ts; };
+    if (archives(a) || archives(b)) return edge_state::archived;
+    auto unarchives = [&](const node_registers& r) { return r.archive_ts != 0 && !r.archived && r.archive_ts > own.ts; };
+    if (unarchives(a) || unarchives(b)) return edge_state::normal;
+    return own.state;
 }
 
 }  // namespace cairn::core

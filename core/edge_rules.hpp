@@ -33,4 +33,29 @@ std::optional<edge_state> edge_state_from_code(std::uint64_t code) noexcept;
 // The row after applying o (stamped ts) to current (nullopt: no row yet).
 edge_row edge_merge(const std::optional<edge_row>& current, const edge_op& o, std::uint64_t ts) noexcept;
 
+// Whole-node ops (issue 4). Each node has two last-writer-wins registers, kept on every shard:
+// removed_ts, the greatest ts of a remove, and (archive_ts, archived), the latest archive or
+// unarchive (at equal ts archive wins, as archived outranks normal). 0: never written.
+struct node_registers {
+    std::uint64_t removed_ts = 0;
+    std::uint64_t archive_ts = 0;
+    bool archived = false;
+
+    friend bool operator==(const node_registers&, const node_registers&) = default;
+};
+
+// The registers after applying a node op with `action` stamped ts.
+node_registers node_merge(node_registers current, node_action action, std::uint64_t ts) noexcept;
+
+// The effective state of an edge row (what pages, counts and reads use), from its own
+// last-writer-wins row and the registers of both endpoints:
+//  1. a remove of an endpoint at or after the row's ts makes it removed;
+//  2. else, for a row that is normal or archived: an archive of an endpoint at or after the
+//     row's ts makes it archived; else an unarchive of an endpoint after the row's ts makes it
+//     normal (negative rows are left alone);
+//  3. else the row's own state: an edge write newer than every node op wins.
+// A pure function of values that are themselves order-independent, so any order of edge ops
+// and node ops ends in the same effective state.
+edge_state edge_effective_state(const edge_row& own, const node_registers& a, const node_registers& b) noexcept;
+
 }  // namespace cairn::core

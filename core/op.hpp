@@ -6,6 +6,8 @@
 //  3. its rows in shards/model_dispatch.cpp (which shards it touches, its schema, its apply function).
 #pragma once
 
+#include "core/node_op.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -37,7 +39,8 @@ struct edge_op {
     friend bool operator==(const edge_op&, const edge_op&) = default;
 };
 
-using op_body = std::variant<edge_op>;
+using op_body = std::variant<edge_op, node_op>;
+static_assert(node_op::kind == model::node);
 
 struct op {
     std::uint64_t op_id = 0;  // node id and journal seq; unique across gateways

@@ -692,6 +692,8 @@ void journal::append(std::vector<core::op> ops, std::string idempotency_key, app
     for (const auto& o : ops) {
         const auto* e = std::get_if<core::edge_op>(&o.body);
         if (e != nullptr && !core::valid_graph_name(e->graph)) return refuse(core::errc::bad_request);
+        const auto* n = std::get_if<core::node_op>(&o.body);
+        if (n != nullptr && (!core::valid_graph_name(n->graph) || n->node_id < 0)) return refuse(core::errc::bad_request);
         const std::string bytes = core::encode_op(o);
         auto back = core::decode_op(bytes);
         if (!back || !(back.value() == o)) return refuse(core::errc::bad_request);

@@ -32,4 +32,9 @@ std::uint32_t field_count(const edge_op& e) noexcept;
 void pack_fields(record_packer& pk, const edge_op& e);
 result<edge_op> unpack_edge(record_fields f);
 
+// Whole-node ops (core/node_codec.cpp).
+std::uint32_t field_count(const node_op& n) noexcept;
+void pack_fields(record_packer& pk, const node_op& n);
+result<node_op> unpack_node(record_fields f);
+
 }  // namespace cairn::core::detail

@@ -33,6 +33,24 @@ inline rc::Gen<core::op> gen_edge_op(std::int64_t ids = 4, std::uint64_t ms_rang
         rc::gen::inRange<std::uint64_t>(1, 3), rc::gen::weightedElement<bool>({{4, false}, {1, true}}));
 }
 
+// Whole-node ops over the same key space and clock as gen_edge_op.
+inline rc::Gen<core::op> gen_node_op(std::int64_t ids = 4, std::uint64_t ms_range = 6) {
+    return rc::gen::apply(
+        [](std::int64_t n, int action, std::uint64_t ms, std::uint64_t node, bool second_graph) {
+            core::op o;
+            o.ts = core::hlc_make(1'700'000'000'000 + ms, 0, node);
+            o.body = core::node_op{second_graph ? "blocks" : "follows", n, static_cast<core::node_action>(action)};
+            return o;
+        },
+        rc::gen::inRange<std::int64_t>(0, ids), rc::gen::inRange(0, 3), rc::gen::inRange<std::uint64_t>(0, ms_range),
+        rc::gen::inRange<std::uint64_t>(1, 3), rc::gen::weightedElement<bool>({{4, false}, {1, true}}));
+}
+
+// Mostly edge ops, some node ops.
+inline rc::Gen<core::op> gen_edge_or_node_op(std::int64_t ids = 4, std::uint64_t ms_range = 6) {
+    return rc::gen::weightedOneOf<core::op>({{5, gen_edge_op(ids, ms_range)}, {1, gen_node_op(ids, ms_range)}});
+}
+
 // A permutation of ops with some of them repeated: what reordering, retries, the error queue
 // and replays can make of one journal.
 inline rc::Gen<std::vector<core::op>> gen_shuffled_with_duplicates(const std::vector<core::op>& ops) {

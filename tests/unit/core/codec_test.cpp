@@ -30,6 +30,25 @@ RC_GTEST_PROP(codec, truncated_or_garbled_records_are_errors_not_crashes, ()) {
     (void)decode_op(garbage);  // must not crash or throw, whatever it returns
 }
 
+RC_GTEST_PROP(codec, node_op_round_trips, ()) {
+    op o = *test::gen_node_op(1'000'000, 1'000'000);
+    o.op_id = *rc::gen::arbitrary<std::uint64_t>();
+    const auto bytes = encode_op(o);
+    auto back = decode_op(bytes);
+    RC_ASSERT(back.has_value());
+    RC_ASSERT(back.value() == o);
+    RC_ASSERT(back.value().kind() == model::node);
+}
+
+TEST(codec, rejects_a_node_op_with_an_unknown_action) {
+    op o;
+    o.body = node_op{"follows", 7, node_action::unarchive};
+    auto bytes = encode_op(o);
+    ASSERT_EQ(static_cast<unsigned char>(bytes.back()), 2);
+    bytes.back() = 3;
+    EXPECT_EQ(decode_op(bytes).error(), errc::journal_corrupt);
+}
+
 TEST(codec, rejects_an_unknown_version) {
     op o;
     o.body = edge_op{"follows", 1, 2, edge_state::normal, 3, true};

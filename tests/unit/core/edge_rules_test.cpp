@@ -82,5 +82,56 @@ RC_GTEST_PROP(edge_rules, counts_equal_rows_by_state, ()) {
     RC_ASSERT(recount == m.counts);
 }
 
+// Whole-node ops (issue 4).
+TEST(edge_rules, node_registers_are_last_writer_wins) {
+    node_registers r;
+    r = node_merge(r, node_action::archive, 500);
+    r = node_merge(r, node_action::unarchive, 400);  // older: ignored
+    EXPECT_TRUE(r.archived);
+    EXPECT_EQ(r.archive_ts, 500u);
+    r = node_merge(r, node_action::unarchive, 500);  // same ts: archive wins
+    EXPECT_TRUE(r.archived);
+    r = node_merge(r, node_action::unarchive, 600);
+    EXPECT_FALSE(r.archived);
+    r = node_merge(r, node_action::remove, 300);
+    r = node_merge(r, node_action::remove, 200);
+    EXPECT_EQ(r.removed_ts, 300u);
+    EXPECT_EQ(r.archive_ts, 600u);
+}
+
+TEST(edge_rules, effective_state_of_an_edge_under_node_ops) {
+    const edge_row normal{edge_state::normal, 1, 100, 100, true};
+    const edge_row negative{edge_state::negative, 1, 100, 100, true};
+    const edge_row archived{edge_state::archived, 1, 100, 100, true};
+    const node_registers none;
+    const node_registers on_ice{0, 200, true};
+    const node_registers thawed{0, 200, false};
+    const node_registers removed{200, 0, false};
+    const node_registers old_remove{50, 0, false};
+    EXPECT_EQ(edge_effective_state(normal, none, none), edge_state::normal);
+    EXPECT_EQ(edge_effective_state(normal, on_ice, none), edge_state::archived);
+    EXPECT_EQ(edge_effective_state(normal, none, on_ice), edge_state::archived);
+    EXPECT_EQ(edge_effective_state(negative, on_ice, none), edge_state::negative);  // untouched
+    EXPECT_EQ(edge_effective_state(archived, thawed, none), edge_state::normal);
+    EXPECT_EQ(edge_effective_state(negative, thawed, none), edge_state::negative);
+    EXPECT_EQ(edge_effective_state(archived, thawed, on_ice), edge_state::archived);  // one endpoint still on ice
+    EXPECT_EQ(edge_effective_state(negative, removed, none), edge_state::removed);
+    EXPECT_EQ(edge_effective_state(normal, removed, thawed), edge_state::removed);
+    EXPECT_EQ(edge_effective_state(normal, old_remove, none), edge_state::normal);  // an edge write newer than the node op wins
+    const edge_row newer{edge_state::normal, 1, 300, 300, true};
+    EXPECT_EQ(edge_effective_state(newer, on_ice, removed), edge_state::normal);
+}
+
+// Edge ops and node ops in any order, with any repetitions, give the same rows and counts.
+RC_GTEST_PROP(edge_rules, node_ops_converge_under_reordering_and_duplication, ()) {
+    const auto ops = *rc::gen::container<std::vector<op>>(test::gen_edge_or_node_op());
+    const auto shuffled = *test::gen_shuffled_with_duplicates(ops);
+    const auto expected = test::edge_model::of(ops);
+    auto stepwise = test::edge_model{};
+    for (const auto& o : shuffled) stepwise.apply(o);
+    RC_ASSERT(expected.rows == stepwise.rows);
+    RC_ASSERT(expected.counts == stepwise.counts);
+}
+
 }  // namespace
 }  // namespace cairn::core
