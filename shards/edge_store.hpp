@@ -57,8 +57,12 @@ boost::asio::awaitable<core::result<void>> async_create_edge_schema(mariadb_conn
 
 // Applies, in one transaction, every row of ops that lives on `shard` (ops whose rows all
 // live elsewhere are ignored): locks the current rows, folds the ops onto them with
-// core::edge_merge, writes the changed rows and the count deltas. Idempotent and
-// commutative. On error the transaction is rolled back (best effort) and the error of
+// core::edge_merge, writes the changed rows and the count deltas. Node ops (core::node_op,
+// which touch every shard) merge into node_states in that transaction first, and each edge
+// row's effective state (column state; own_state holds the edge ops' own) is
+// core::edge_effective_state of the registers of both endpoints. After that commit, the rows
+// of each node op's node (node_id = node, other_id = node) are recomputed in chunks of 1000,
+// one transaction each, counts exact in each. Idempotent and commutative. On error the transaction is rolled back (best effort) and the error of
 // mariadb_conn is returned (shard_unavailable, shard_timeout, shard_retry, shard_rejected).
 boost::asio::awaitable<core::result<void>> async_apply_edges(mariadb_conn& conn, const core::shard_map& map,
                                                              core::shard_index shard,

@@ -16,6 +16,7 @@ enum class apply_family : std::uint8_t { edges };
 apply_family family_of(const core::op& o) noexcept {
     switch (o.kind()) {
         case core::model::edge: return apply_family::edges;
+        case core::model::node: return apply_family::edges;  // node ops change edge rows and counts
         default: break;
     }
     CAIRN_ASSERT(false && "an op of a model without an apply function");
@@ -34,6 +35,11 @@ asio::awaitable<core::result<void>> async_apply_family(apply_family f, mariadb_c
 // The rows' shards of one model's op body.
 void add_shards(const core::edge_op& e, const core::shard_map& map, std::vector<core::shard_index>& out) {
     for (const auto& row : edge_rows_of(e, map)) out.push_back(row.first);
+}
+// A node's registers live on every shard, as its edges' rows do (backward rows sit on the
+// other endpoint's shard).
+void add_shards(const core::node_op&, const core::shard_map& map, std::vector<core::shard_index>& out) {
+    for (core::shard_index s = 0; s < map.size(); ++s) out.push_back(s);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Model-checked reads against real MariaDB: random graphs are built through the shard apply
 // function (as in edge_convergence_prop_test); then every page walk (forward, then backward
 // from the end, with random limits), every read from an arbitrary cursor, every count and every
-// multi-get must equal what the in-memory model says.
+// multi-get must equal what the in-memory model says (with whole-node ops among the writes).
 #include <utility>
 
 #include "core/shard_map.hpp"
@@ -75,10 +75,12 @@ TEST(edge_reads, pages_counts_and_multi_get_equal_the_model) {
     ASSERT_FALSE(HasFailure());
 
     const bool ok = rc::check("pages, cursors, counts and multi-get on random graphs equal the model", [&] {
-        const auto ops = *rc::gen::container<std::vector<core::op>>(test::gen_edge_op(ids, 12));
+        // Edge ops and whole-node ops (remove, archive, unarchive): reads show effective states.
+        const auto ops = *rc::gen::container<std::vector<core::op>>(test::gen_edge_or_node_op(ids, 12));
         for (auto& c : fx.conns) {
             RC_ASSERT(test::run_on(fx.ioc, c->async_execute("DELETE FROM edges")).has_value());
             RC_ASSERT(test::run_on(fx.ioc, c->async_execute("DELETE FROM edge_counts")).has_value());
+            RC_ASSERT(test::run_on(fx.ioc, c->async_execute("DELETE FROM node_states")).has_value());
         }
         // Built through the real apply function, in random batches.
         std::size_t at = 0;

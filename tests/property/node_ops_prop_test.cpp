@@ -1,0 +1,199 @@
+// Whole-node ops (issue 4) against real MariaDB: random edge ops and node ops (remove, archive,
+// unarchive), shuffled, duplicated and batch-split, applied to two shards, must leave exactly
+// the model's rows (effective state) and counts; and a node of 10,000 edges archived and
+// un-archived in chunks while edge writes race with it ends exact.
+#include <utility>
+
+#include "core/hlc.hpp"
+#include "core/shard_map.hpp"
+#include "shards/edge_store.hpp"
+#include "tests/support/edge_gen.hpp"
+#include "tests/support/edge_model.hpp"
+#include "tests/support/test_shards.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+
+namespace cairn {
+namespace {
+
+namespace asio = boost::asio;
+const std::string db = "cairn_prop_nodes";
+
+struct two_shards {
+    asio::io_context ioc;
+    core::shard_map map = core::shard_map::equal_ranges(2);
+    std::vector<std::unique_ptr<shards::mariadb_conn>> conns;  // two per shard: [s] and [2 + s]
+
+    void connect() {
+        const auto endpoints = test::test_shards();
+        for (std::size_t i = 0; i < 4; ++i) {
+            conns.push_back(
+                std::make_unique<shards::mariadb_conn>(ioc.get_executor(), test::params_for(endpoints[i % 2], db)));
+            ASSERT_TRUE(test::run_on(ioc, conns.back()->async_connect()));
+            ASSERT_TRUE(test::run_on(ioc, shards::async_create_edge_schema(*conns.back())));
+        }
+    }
+    bool clear() {
+        for (std::size_t s = 0; s < 2; ++s) {
+            for (const char* t : {"DELETE FROM edges", "DELETE FROM edge_counts", "DELETE FROM node_states"}) {
+                if (!test::run_on(ioc, conns[s]->async_execute(t))) return false;
+            }
+        }
+        return true;
+    }
+    bool apply(const std::vector<const core::op*>& batch) {
+        for (std::uint32_t s = 0; s < 2; ++s) {
+            if (!test::run_on(ioc, shards::async_apply_edges(*conns[s], map, s, batch))) return false;
+        }
+        return true;
+    }
+    // What the shards hold, as a model: rows (effective state) and non-zero counts.
+    std::optional<test::edge_model> dump() {
+        test::edge_model actual;
+        for (std::uint32_t s = 0; s < 2; ++s) {
+            auto rows = test::run_on(ioc, shards::async_dump_edges(*conns[s]));
+            if (!rows) return std::nullopt;
+            for (const auto& e : rows.value()) {
+                actual.rows[{e.key.graph, e.key.node_id, static_cast<int>(e.key.direction), e.key.other_id}] = e.row;
+            }
+            auto counts = test::run_on(ioc, shards::async_dump_edge_counts(*conns[s]));
+            if (!counts) return std::nullopt;
+            for (const auto& [k, n] : counts.value()) {
+                actual.counts[{k.graph, k.node_id, static_cast<int>(k.direction), static_cast<int>(k.state)}] = n;
+            }
+        }
+        return actual;
+    }
+};
+
+TEST(node_ops, edge_and_node_ops_converge_on_two_shards_to_the_model) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    test::fresh_database(db);
+    two_shards t;
+    t.connect();
+    const bool ok = rc::check("shuffled, duplicated, batch-split edge and node ops converge", [&] {
+        const auto ops = *rc::gen::container<std::vector<core::op>>(test::gen_edge_or_node_op(6, 8));
+        const auto applied = *test::gen_shuffled_with_duplicates(ops);
+        RC_ASSERT(t.clear());
+        std::size_t at = 0;
+        while (at < applied.size()) {
+            const auto n = *rc::gen::inRange<std::size_t>(1, 8);
+            std::vector<const core::op*> batch;
+            for (std::size_t i = at; i < std::min(applied.size(), at + n); ++i) batch.push_back(&applied[i]);
+            at += n;
+            RC_ASSERT(t.apply(batch));
+        }
+        const auto model = test::edge_model::of(ops);
+        const auto actual = t.dump();
+        RC_ASSERT(actual.has_value());
+        RC_ASSERT(actual->rows == model.rows);
+        RC_ASSERT(actual->counts == model.counts);
+    });
+    EXPECT_TRUE(ok);
+}
+
+core::op edge_at(std::int64_t s, std::int64_t d, core::edge_state st, std::uint64_t ms, bool sets_position = true) {
+    core::op o;
+    o.ts = core::hlc_make(1'700'000'000'000 + ms, 0, 1);
+    o.body = core::edge_op{"follows", s, d, st, static_cast<std::int64_t>(ms), sets_position};
+    return o;
+}
+
+core::op node_at(std::int64_t n, core::node_action a, std::uint64_t ms) {
+    core::op o;
+    o.ts = core::hlc_make(1'700'000'000'000 + ms, 0, 2);
+    o.body = core::node_op{"follows", n, a};
+    return o;
+}
+
+// Applies ops in batches of up to 1000 on connection set `base` (0 or 2), as a coroutine.
+asio::awaitable<bool> apply_all(two_shards& t, std::size_t base, const std::vector<core::op>& ops) {
+    for (std::size_t at = 0; at < ops.size(); at += 1000) {
+        std::vector<const core::op*> batch;
+        for (std::size_t i = at; i < std::min(ops.size(), at + 1000); ++i) batch.push_back(&ops[i]);
+        for (std::uint32_t s = 0; s < 2; ++s) {
+            // A deadlock between the racing transactions is a retry, as the apply worker does.
+            for (int attempt = 0;; ++attempt) {
+                auto r = co_await shards::async_apply_edges(*t.conns[base + s], t.map, s, batch);
+                if (r) break;
+                if (r.error() != core::errc::shard_retry || attempt > 20) co_return false;
+            }
+        }
+    }
+    co_return true;
+}
+
+// Runs both op lists at once, each on its own connections; true if both succeeded.
+bool race(two_shards& t, const std::vector<core::op>& a, const std::vector<core::op>& b) {
+    int done = 0;
+    bool ok = true;
+    for (const auto& [base, ops] : {std::pair<std::size_t, const std::vector<core::op>*>{0, &a}, {2, &b}}) {
+        asio::co_spawn(t.ioc, apply_all(t, base, *ops), [&](std::exception_ptr e, bool r) {
+            ok = ok && !e && r;
+            ++done;
+        });
+    }
+    t.ioc.restart();
+    t.ioc.run();
+    return ok && done == 2;
+}
+
+TEST(node_ops, a_node_of_10000_edges_archived_and_unarchived_while_edge_writes_race) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    test::fresh_database(db);
+    two_shards t;
+    t.connect();
+    ASSERT_TRUE(t.clear());
+    constexpr std::int64_t spammer = 0;
+    constexpr std::int64_t n = 10'000;
+    std::vector<core::op> all;
+    std::vector<core::op> setup;
+    for (std::int64_t i = 1; i <= n; ++i) setup.push_back(edge_at(spammer, i, core::edge_state::normal, 10));
+    for (std::int64_t i = 1; i <= 50; ++i) setup.push_back(edge_at(i, spammer, core::edge_state::normal, 10));  // followers
+    ASSERT_TRUE(race(t, setup, {}));
+    all = setup;
+
+    // Archive the node while newer edge writes (some removals, some re-adds) race with it.
+    std::vector<core::op> archive{node_at(spammer, core::node_action::archive, 100)};
+    std::vector<core::op> racing;
+    for (std::int64_t i = 1; i <= n; i += 97) racing.push_back(edge_at(spammer, i, core::edge_state::removed, 150));
+    for (std::int64_t i = 2; i <= n; i += 89) racing.push_back(edge_at(spammer, i, core::edge_state::normal, 160));
+    for (std::int64_t i = 3; i <= n; i += 83) racing.push_back(edge_at(spammer, i, core::edge_state::normal, 50));  // older
+    ASSERT_TRUE(race(t, archive, racing));
+    all.insert(all.end(), archive.begin(), archive.end());
+    all.insert(all.end(), racing.begin(), racing.end());
+    {
+        const auto model = test::edge_model::of(all);
+        const auto actual = t.dump();
+        ASSERT_TRUE(actual.has_value());
+        EXPECT_EQ(actual->counts, model.counts);
+        EXPECT_TRUE(actual->rows == model.rows);
+        const auto archived = model.counts.find({"follows", spammer, 0, static_cast<int>(core::edge_state::archived)});
+        ASSERT_NE(archived, model.counts.end());
+        EXPECT_GT(archived->second, 9'000);  // the node is on ice
+    }
+
+    // And the way back, again with racing writes.
+    std::vector<core::op> unarchive{node_at(spammer, core::node_action::unarchive, 200)};
+    std::vector<core::op> racing2;
+    for (std::int64_t i = 5; i <= n; i += 71) racing2.push_back(edge_at(spammer, i, core::edge_state::archived, 250, false));
+    ASSERT_TRUE(race(t, racing2, unarchive));
+    all.insert(all.end(), unarchive.begin(), unarchive.end());
+    all.insert(all.end(), racing2.begin(), racing2.end());
+    {
+        const auto model = test::edge_model::of(all);
+        const auto actual = t.dump();
+        ASSERT_TRUE(actual.has_value());
+        EXPECT_EQ(actual->counts, model.counts);
+        EXPECT_TRUE(actual->rows == model.rows);
+        const auto normal = model.counts.find({"follows", spammer, 0, static_cast<int>(core::edge_state::normal)});
+        ASSERT_NE(normal, model.counts.end());
+        EXPECT_GT(normal->second, 9'000);
+    }
+}
+
+}  // namespace
+}  // namespace cairn
