@@ -84,6 +84,13 @@ response journal_problem(const request& req, const core::error_code& ec) {
 // The op as the JSON an operator reads and edits: the fields of a client write, with graph and
 // model, and ts in Unix milliseconds (a PUT .../op body takes exactly this shape back).
 json op_json(const core::op& o) {
+    if (const auto* n = std::get_if<core::node_op>(&o.body)) {
+        return json{{"model", "node"},
+                    {"graph", n->graph},
+                    {"node_id", n->node_id},
+                    {"action", std::string(core::node_action_name(n->action))},
+                    {"ts", core::hlc_ms(o.ts)}};
+    }
     const auto& e = std::get<core::edge_op>(o.body);
     return json{{"model", "edge"},
                 {"graph", e.graph},
@@ -444,13 +451,22 @@ std::variant<core::op, input_error> parse_edited_op(gateway& gw, std::string_vie
     if (!root.is_object()) return input_error{"body", "must be a JSON object describing one op"};
     std::string graph;
     bool have_graph = false;
+    bool node = false;
+    std::string node_id;
+    std::string action;
     std::string edge = "{";
     const simdjson::dom::object fields = root.get_object().value_unsafe();
     for (auto [key, value] : fields) {
         if (key == "model") {
-            if (!value.is_string() || value.get_string().value_unsafe() != "edge") {
-                return input_error{"model", "must be \"edge\" (the only model so far)"};
+            if (!value.is_string() || (value.get_string().value_unsafe() != "edge" &&
+                                       value.get_string().value_unsafe() != "node")) {
+                return input_error{"model", "must be \"edge\" or \"node\""};
             }
+            node = value.get_string().value_unsafe() == "node";
+        } else if (key == "node_id" || key == "action") {
+            // Fields of a node op: node_id as a number or decimal string, action a string.
+            std::string text = value.is_string() ? std::string(value.get_string().value_unsafe()) : simdjson::minify(value);
+            (key == "node_id" ? node_id : action) = std::move(text);
         } else if (key == "graph") {
             if (!value.is_string() || !core::valid_graph_name(value.get_string().value_unsafe())) {
                 return input_error{"graph", "must be 1 to 32 characters of A-Z, a-z, 0-9 and _"};
@@ -469,6 +485,14 @@ std::variant<core::op, input_error> parse_edited_op(gateway& gw, std::string_vie
     }
     edge += '}';
     if (!have_graph) return input_error{"graph", "is required"};
+    if (node) {
+        // The rest (ts) is the body of a node write; any other field is refused there.
+        auto one = parse_node_write(graph, node_id, action, edge == "{}" ? std::string_view{} : std::string_view(edge),
+                                    gw.clock, now_ms(), edge_write_options{});
+        if (auto* e = std::get_if<input_error>(&one)) return *e;
+        return std::move(std::get<core::op>(one));
+    }
+    if (!node_id.empty() || !action.empty()) return input_error{node_id.empty() ? "action" : "node_id", "is a field of a node op (\"model\": \"node\")"};
     edge_write_options opts;
     opts.batch_ops_max = 1;
     auto parsed = parse_edge_writes(graph, edge, gw.clock, now_ms(), opts);

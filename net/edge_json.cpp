@@ -46,6 +46,23 @@ std::optional<input_error> parse_json(std::string_view body, simdjson::dom::elem
     return std::nullopt;
 }
 
+// A client ts: positive milliseconds since the Unix epoch, at most ts_future_ms_max ahead.
+std::variant<std::uint64_t, input_error> client_ts_of(const simdjson::dom::element& value, const std::string& field,
+                                                      std::uint64_t now_ms, const edge_write_options& opts) {
+    if (!value.is_uint64() && !value.is_int64()) {
+        return input_error{field, "must be milliseconds since the Unix epoch (an integer)"};
+    }
+    const auto ms = value.is_uint64() ? value.get_uint64().value_unsafe()
+                                      : static_cast<std::uint64_t>(value.get_int64().value_unsafe());
+    if (value.is_int64() && value.get_int64().value_unsafe() <= 0) {
+        return input_error{field, "must be positive milliseconds since the Unix epoch"};
+    }
+    if (ms > now_ms + opts.ts_future_ms_max || ms > core::hlc_ms_max) {
+        return input_error{field, fmt::format("is more than {} ms in the future", opts.ts_future_ms_max)};
+    }
+    return ms;
+}
+
 std::variant<core::op, input_error> parse_one(std::string_view graph, const simdjson::dom::element& el,
                                               const std::string& prefix, core::hlc& clock, std::uint64_t now_ms,
                                               const edge_write_options& opts) {
@@ -81,19 +98,9 @@ std::variant<core::op, input_error> parse_one(std::string_view graph, const simd
             if (!value.is_bool()) return input_error{field_name(prefix, key), "must be true or false"};
             keep_position = value.get_bool().value_unsafe();
         } else if (key == "ts") {
-            if (!value.is_uint64() && !value.is_int64()) {
-                return input_error{field_name(prefix, key), "must be milliseconds since the Unix epoch (an integer)"};
-            }
-            const auto ms = value.is_uint64() ? value.get_uint64().value_unsafe()
-                                              : static_cast<std::uint64_t>(value.get_int64().value_unsafe());
-            if (value.is_int64() && value.get_int64().value_unsafe() <= 0) {
-                return input_error{field_name(prefix, key), "must be positive milliseconds since the Unix epoch"};
-            }
-            if (ms > now_ms + opts.ts_future_ms_max || ms > core::hlc_ms_max) {
-                return input_error{field_name(prefix, key),
-                                   fmt::format("is more than {} ms in the future", opts.ts_future_ms_max)};
-            }
-            client_ms = ms;
+            auto ms = client_ts_of(value, field_name(prefix, key), now_ms, opts);
+            if (auto* err = std::get_if<input_error>(&ms)) return std::move(*err);
+            client_ms = std::get<std::uint64_t>(ms);
         } else {
             return input_error{field_name(prefix, key), "is not a known field of an edge write"};
         }
@@ -160,6 +167,35 @@ std::variant<std::vector<std::pair<std::int64_t, std::int64_t>>, input_error> pa
         keys.emplace_back(*source, *destination);
     }
     return keys;
+}
+
+std::variant<core::op, input_error> parse_node_write(std::string_view graph, std::string_view node_id,
+                                                     std::string_view action, std::string_view body, core::hlc& clock,
+                                                     std::uint64_t now_ms, const edge_write_options& opts) {
+    if (!core::valid_graph_name(graph)) {
+        return input_error{"graph", "must be 1 to 32 characters of A-Z, a-z, 0-9 and _"};
+    }
+    const auto id = parse_id(node_id);
+    if (!id) return input_error{"node_id", "must be an integer between 0 and 9223372036854775807"};
+    const auto a = core::node_action_from_name(action);
+    if (!a) return input_error{"action", "must be one of \"remove\", \"archive\", \"unarchive\""};
+    std::optional<std::uint64_t> client_ms;
+    if (body.find_first_not_of(" \t\r\n") != std::string_view::npos) {
+        simdjson::dom::element root;
+        if (auto err = parse_json(body, root)) return std::move(*err);
+        if (!root.is_object()) return input_error{"body", "must be empty or a JSON object {\"ts\": ..}"};
+        const simdjson::dom::object fields = root.get_object().value_unsafe();
+        for (auto [key, value] : fields) {
+            if (key != "ts") return input_error{std::string(key), "is not a known field of a node write"};
+            auto ms = client_ts_of(value, "ts", now_ms, opts);
+            if (auto* err = std::get_if<input_error>(&ms)) return std::move(*err);
+            client_ms = std::get<std::uint64_t>(ms);
+        }
+    }
+    core::op o;
+    o.ts = client_ms ? core::hlc_make(*client_ms, 0, clock.node_id()) : clock.now();
+    o.body = core::node_op{std::string(graph), *id, *a};
+    return o;
 }
 
 std::variant<std::vector<core::op>, input_error> parse_edge_writes(std::string_view graph, std::string_view body,

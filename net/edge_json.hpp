@@ -37,6 +37,12 @@ std::variant<std::vector<core::op>, input_error> parse_edge_writes(std::string_v
                                                                    core::hlc& clock, std::uint64_t now_ms,
                                                                    const edge_write_options& opts);
 
+// Parses POST /v1/graphs/{graph}/nodes/{node_id}/{action} (issue 4): action "remove",
+// "archive" or "unarchive"; the body is empty or {"ts": client milliseconds} (as for edges).
+std::variant<core::op, input_error> parse_node_write(std::string_view graph, std::string_view node_id,
+                                                     std::string_view action, std::string_view body, core::hlc& clock,
+                                                     std::uint64_t now_ms, const edge_write_options& opts);
+
 // Parses the body of POST /v1/graphs/{graph}/edges/get: {"edges": [{"source_id": .., "destination_id": ..}, ...]}
 // with 1 to batch_ops_max keys (ids as for writes), returned in request order.
 std::variant<std::vector<std::pair<std::int64_t, std::int64_t>>, input_error> parse_edge_keys(std::string_view body,

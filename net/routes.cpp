@@ -49,6 +49,21 @@ asio::awaitable<response> async_post_edges(gateway& gw, route_context& ctx) {
     co_return co_await detail::async_journal_write(gw, ctx, std::move(ops));
 }
 
+// A whole-node op (issue 4): every edge of the node removed, archived or un-archived.
+asio::awaitable<response> async_post_node(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    auto parsed = parse_node_write(ctx.params.get("graph").value_or(""), ctx.params.get("node").value_or(""),
+                                   ctx.params.get("action").value_or(""), req.body(), gw.clock,
+                                   core::system_wall_clock_ms(), edge_write_options{});
+    if (auto* err = std::get_if<input_error>(&parsed)) co_return detail::bad_field(req, err->field, err->detail);
+    if (auto e = detail::unknown_query_param(ctx.query, detail::write_query_params)) {
+        co_return detail::bad_field(req, e->field, e->detail);
+    }
+    std::vector<core::op> ops;
+    ops.push_back(std::move(std::get<core::op>(parsed)));
+    co_return co_await detail::async_journal_write(gw, ctx, std::move(ops));
+}
+
 asio::awaitable<response> async_get_edge(gateway& gw, route_context& ctx) {
     const auto& req = ctx.req;
     const auto graph = ctx.params.get("graph").value_or("");
@@ -120,6 +135,8 @@ void add_edge_routes(router& r, gateway& gw) {
           [&gw](route_context& ctx) { return async_post_edges(gw, ctx); });
     r.add(http::verb::get, "/v1/graphs/{graph}/edges/{source}/{destination}", core::role::read,
           [&gw](route_context& ctx) { return async_get_edge(gw, ctx); });
+    r.add(http::verb::post, "/v1/graphs/{graph}/nodes/{node}/{action}", core::role::write,
+          [&gw](route_context& ctx) { return async_post_node(gw, ctx); });
     add_edge_read_routes(r, gw);
 }
 
