@@ -162,7 +162,7 @@ struct dead_filter {
         if (shard && d.task.shard != *shard) return false;
         if (model) {
             auto o = decode(d.task.op_bytes);
-            if (!o || *model != "edge") return false;
+            if (!o || core::model_name(o->kind()) != *model) return false;
         }
         if (error) {
             const bool found = std::any_of(d.task.errors.begin(), d.task.errors.end(),
@@ -177,7 +177,7 @@ struct dead_filter {
 };
 
 std::optional<input_error> check_model(const std::optional<std::string>& model) {
-    if (model && *model != "edge") return input_error{"model", "must be \"edge\" (the only model so far)"};
+    if (model && *model != "edge" && *model != "node") return input_error{"model", "must be \"edge\" or \"node\""};
     return std::nullopt;
 }
 
