@@ -19,16 +19,17 @@ std::string direct_upsert_sql(std::string_view graph, const std::vector<direct_r
     CAIRN_ASSERT(!rows.empty());
     std::string sql;
     sql.reserve(360 + rows.size() * (graph.size() + 72));
-    sql += "INSERT INTO edges (graph, node_id, direction, other_id, state, position, ts, pos_ts, pos_set) VALUES ";
+    sql += "INSERT INTO edges (graph, node_id, direction, other_id, state, own_state, position, ts, pos_ts, pos_set) VALUES ";
     bool first = true;
     for (const auto& r : rows) {
         if (!first) sql += ',';
         first = false;
-        fmt::format_to(std::back_inserter(sql), "('{}',{},{},{},0,{},{},{},1)", graph, r.node_id,
+        fmt::format_to(std::back_inserter(sql), "('{}',{},{},{},0,0,{},{},{},1)", graph, r.node_id,
                        static_cast<int>(r.direction), r.other_id, r.position, r.ts, r.ts);
     }
     sql += " ON DUPLICATE KEY UPDATE"
            " state = IF(VALUES(ts) > ts, VALUES(state), state),"
+           " own_state = IF(VALUES(ts) > ts, VALUES(own_state), own_state),"
            " position = IF(VALUES(ts) > ts, VALUES(position), position),"
            " pos_ts = IF(VALUES(ts) > ts, VALUES(pos_ts), pos_ts),"
            " pos_set = IF(VALUES(ts) > ts, VALUES(pos_set), pos_set),"

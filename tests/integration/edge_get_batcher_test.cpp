@@ -70,12 +70,13 @@ TEST(edge_get_batcher, concurrent_reads_each_get_their_own_row_and_share_queries
         ASSERT_TRUE(run_on(ioc, shards::async_create_edge_schema(conn)));
     }
     constexpr int n = 300;
-    std::string insert = "INSERT INTO edges VALUES ";
+    std::string insert =
+        "INSERT INTO edges (graph, node_id, direction, other_id, state, own_state, position, ts, pos_ts, pos_set) VALUES ";
     bool first = true;
     for (int s = 0; s < n; ++s) {
         for (int g = 1; g <= 2; ++g) {
             if (g == 1 ? s % 2 != 0 : s % 3 != 0) continue;
-            insert += fmt::format("{}('g{}',{},0,{},0,{},1,1,1)", first ? "" : ",", g, s, s + 1000, s * 10 + g);
+            insert += fmt::format("{}('g{}',{},0,{},0,0,{},1,1,1)", first ? "" : ",", g, s, s + 1000, s * 10 + g);
             first = false;
         }
     }
@@ -109,8 +110,9 @@ TEST(edge_get_batcher, multi_get_answers_long_lists_with_repeats_in_order) {
     shards::mariadb_conn conn(ioc.get_executor(), params_for(shard, db));
     ASSERT_TRUE(run_on(ioc, conn.async_connect()));
     ASSERT_TRUE(run_on(ioc, shards::async_create_edge_schema(conn)));
-    ASSERT_TRUE(exec_sql(shard, {"INSERT INTO edges VALUES ('g',1,0,5,0,50,1,1,1),('g',2,0,6,0,60,1,1,1),"
-                                 "('g',1,1,5,0,99,1,1,1),('h',1,0,5,0,77,1,1,1)"},
+    ASSERT_TRUE(exec_sql(shard, {"INSERT INTO edges (graph, node_id, direction, other_id, state, own_state, position, ts, "
+                                 "pos_ts, pos_set) VALUES ('g',1,0,5,0,0,50,1,1,1),('g',2,0,6,0,0,60,1,1,1),"
+                                 "('g',1,1,5,0,0,99,1,1,1),('h',1,0,5,0,0,77,1,1,1)"},
                          db));
     // 300 keys (three statements: 128 + 128 + 44, the last padded to 64), present ones repeated,
     // a backward row and another graph's row that must not match.

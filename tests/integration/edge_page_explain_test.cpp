@@ -25,12 +25,13 @@ TEST(edge_page_explain, every_page_is_a_range_read_of_by_position_without_fileso
     ASSERT_TRUE(run_on(ioc, conn.async_connect()));
     ASSERT_TRUE(run_on(ioc, shards::async_create_edge_schema(conn)));
     // 5 nodes x 2 directions x 400 edges in mixed states.
-    std::string insert = "INSERT INTO edges VALUES ";
+    std::string insert =
+        "INSERT INTO edges (graph, node_id, direction, other_id, state, own_state, position, ts, pos_ts, pos_set) VALUES ";
     for (int node = 0; node < 5; ++node) {
         for (int dir = 0; dir < 2; ++dir) {
             for (int i = 0; i < 400; ++i) {
-                insert += fmt::format("{}('g',{},{},{},{},{},1,1,1)", node + dir + i ? "," : "", node, dir, i, i % 4,
-                                      i * 7 % 101);
+                insert += fmt::format("{}('g',{},{},{},{},{},{},1,1,1)", node + dir + i ? "," : "", node, dir, i, i % 4,
+                                      i % 4, i * 7 % 101);
             }
         }
     }
