@@ -261,6 +261,8 @@ private:
     core::errc fail_from_stmt(MYSQL_STMT* stmt);
     // Closes one prepared statement (COM_STMT_CLOSE, nonblocking) and forgets it.
     asio::awaitable<void> async_drop_prepared(std::list<prepared>::iterator it, clock_type::time_point deadline);
+    // The statement in use (the most recently used) failed: report the failure, and close it.
+    asio::awaitable<core::errc> async_stmt_failed(clock_type::time_point deadline);
     // Frees every prepared statement's memory after mysql_close (no network: the library has
     // already detached them from the connection).
     void forget_prepared() noexcept;
@@ -545,6 +547,14 @@ asio::awaitable<void> mariadb_conn::impl::async_drop_prepared(std::list<prepared
     if (!r) mysql_stmt_close(stmt);
 }
 
+asio::awaitable<core::errc> mariadb_conn::impl::async_stmt_failed(clock_type::time_point deadline) {
+    const auto e = fail_from_stmt(prepared_.front().stmt);
+    // A lost connection has already forgotten every statement (close() does); else only this
+    // one is closed, and a later call prepares it afresh.
+    if (open_) co_await async_drop_prepared(prepared_.begin(), deadline);
+    co_return e;
+}
+
 void mariadb_conn::impl::forget_prepared() noexcept {
     for (auto& p : prepared_) mysql_stmt_close(p.stmt);
     prepared_by_sql_.clear();
@@ -577,19 +587,8 @@ asio::awaitable<core::result<rows>> mariadb_conn::impl::async_prepared_step(std:
         auto r = co_await async_drive(
             deadline, false, [&] { return mysql_stmt_prepare_start(&err, stmt, sql.data(), sql.size()); },
             [&](int events) { return mysql_stmt_prepare_cont(&err, stmt, events); });
-        if (!r) {
-            if (!open_) forget_prepared();
-            co_return r.error();
-        }
-        if (err != 0) {
-            const auto e = fail_from_stmt(stmt);
-            if (open_) {
-                co_await async_drop_prepared(prepared_.begin(), deadline);
-            } else {
-                forget_prepared();
-            }
-            co_return e;
-        }
+        if (!r) co_return r.error();
+        if (err != 0) co_return co_await async_stmt_failed(deadline);
     }
     MYSQL_STMT* stmt = prepared_.front().stmt;
     if (mysql_stmt_param_count(stmt) != params.size()) {
@@ -597,17 +596,6 @@ asio::awaitable<core::result<rows>> mariadb_conn::impl::async_prepared_step(std:
                        "prepared statement has " + std::to_string(mysql_stmt_param_count(stmt)) +
                            " placeholders, given " + std::to_string(params.size()) + " parameters");
     }
-    // Fails with this statement only: close it (a later call prepares it afresh) and report.
-    auto stmt_failed = [&]() -> asio::awaitable<core::errc> {
-        const auto e = fail_from_stmt(stmt);
-        if (open_) {
-            co_await async_drop_prepared(prepared_.begin(), deadline);
-        } else {
-            forget_prepared();
-        }
-        co_return e;
-    };
-
     std::vector<MYSQL_BIND> binds(params.size());
     std::vector<unsigned long> lengths(params.size());
     for (std::size_t i = 0; i < params.size(); ++i) {
@@ -629,17 +617,14 @@ asio::awaitable<core::result<rows>> mariadb_conn::impl::async_prepared_step(std:
             },
             params[i]);
     }
-    if (!binds.empty() && mysql_stmt_bind_param(stmt, binds.data()) != 0) co_return co_await stmt_failed();
+    if (!binds.empty() && mysql_stmt_bind_param(stmt, binds.data()) != 0) co_return co_await async_stmt_failed(deadline);
 
     int err = 0;
     auto r = co_await async_drive(
         deadline, false, [&] { return mysql_stmt_execute_start(&err, stmt); },
         [&](int events) { return mysql_stmt_execute_cont(&err, stmt, events); });
-    if (!r) {
-        if (!open_) forget_prepared();
-        co_return r.error();
-    }
-    if (err != 0) co_return co_await stmt_failed();
+    if (!r) co_return r.error();
+    if (err != 0) co_return co_await async_stmt_failed(deadline);
 
     rows out;
     const unsigned columns = mysql_stmt_field_count(stmt);
@@ -647,13 +632,10 @@ asio::awaitable<core::result<rows>> mariadb_conn::impl::async_prepared_step(std:
         auto s = co_await async_drive(
             deadline, false, [&] { return mysql_stmt_store_result_start(&err, stmt); },
             [&](int events) { return mysql_stmt_store_result_cont(&err, stmt, events); });
-        if (!s) {
-            if (!open_) forget_prepared();
-            co_return s.error();
-        }
-        if (err != 0) co_return co_await stmt_failed();
+        if (!s) co_return s.error();
+        if (err != 0) co_return co_await async_stmt_failed(deadline);
         MYSQL_RES* meta = mysql_stmt_result_metadata(stmt);
-        if (meta == nullptr) co_return co_await stmt_failed();
+        if (meta == nullptr) co_return co_await async_stmt_failed(deadline);
         // Every column is fetched as text into a buffer as long as its longest value, so that
         // the rows look exactly like async_query's.
         std::vector<MYSQL_BIND> result(columns);
@@ -670,13 +652,13 @@ asio::awaitable<core::result<rows>> mariadb_conn::impl::async_prepared_step(std:
             result[c].is_null = &nulls[c];
         }
         mysql_free_result(meta);  // metadata only: no network
-        if (mysql_stmt_bind_result(stmt, result.data()) != 0) co_return co_await stmt_failed();
+        if (mysql_stmt_bind_result(stmt, result.data()) != 0) co_return co_await async_stmt_failed(deadline);
         out.start(columns);
         // After mysql_stmt_store_result every row is in memory: fetching does no network I/O.
         for (;;) {
             const int f = mysql_stmt_fetch(stmt);
             if (f == MYSQL_NO_DATA) break;
-            if (f == 1) co_return co_await stmt_failed();
+            if (f == 1) co_return co_await async_stmt_failed(deadline);
             for (unsigned c = 0; c < columns; ++c) {
                 if (nulls[c]) {
                     out.push(std::nullopt);
@@ -689,10 +671,7 @@ asio::awaitable<core::result<rows>> mariadb_conn::impl::async_prepared_step(std:
         auto fr = co_await async_drive(
             deadline, false, [&] { return mysql_stmt_free_result_start(&freed, stmt); },
             [&](int events) { return mysql_stmt_free_result_cont(&freed, stmt, events); });
-        if (!fr) {
-            if (!open_) forget_prepared();
-            co_return fr.error();
-        }
+        if (!fr) co_return fr.error();
     }
     affected_rows_ = columns > 0 ? out.size() : mysql_stmt_affected_rows(stmt);
     co_return out;
