@@ -2,6 +2,7 @@
 // A poison op is dead-lettered, shown, edited, re-injected and applied; pause/resume holds and
 // releases apply while writes are acknowledged; trace reports each state; --help of every
 // subcommand leads with examples; --json output parses; settings come from flags, env, config.
+#include "tests/support/cairnd_fixture.hpp"
 #include "tests/support/e2e.hpp"
 
 #include "core/hlc.hpp"
@@ -74,23 +75,14 @@ cli_run run_cairn(const std::vector<std::string>& args, const std::map<std::stri
     return r;
 }
 
-class cli : public ::testing::Test {
+class cli : public cairnd_test {
 protected:
     void start(const std::string& db, const std::string& extra_toml = {}) {
-        fresh_database(db);
         cairnd_options o;
-        o.database = db;
         o.retry_attempts_max = 2;
         o.extra_toml = extra_toml;
-        cairnd_ = std::make_unique<cairnd_process>(o);
-        ASSERT_TRUE(cairnd_->start()) << cairnd_->log_tail();
+        start_cairnd(db, o);
         url_ = fmt::format("http://127.0.0.1:{}", cairnd_->port());
-    }
-    void TearDown() override {
-        if (cairnd_ && HasFailure()) std::cerr << "cairnd log:\n" << cairnd_->log_tail() << "\n";
-        if (cairnd_) {
-            EXPECT_EQ(cairnd_->terminate(), 0) << cairnd_->log_tail();
-        }
     }
     // cairn with --url of this test's cairnd.
     cli_run cairn(std::vector<std::string> args) {
@@ -120,7 +112,6 @@ protected:
         return t;
     }
 
-    std::unique_ptr<cairnd_process> cairnd_;
     std::string url_;
 };
 

@@ -40,12 +40,11 @@ std::vector<const core::op*> ptrs(const std::vector<core::op>& ops) {
 
 TEST(edge_apply_batch, a_big_batch_applies_exactly_and_idempotently) {
     CAIRN_REQUIRE_SHARDS(1u);
-    fresh_database(db);
+    fresh_edge_database(db);
     const auto shard = test_shards().at(0);
     boost::asio::io_context ioc;
     shards::mariadb_conn conn(ioc.get_executor(), params_for(shard, db));
     ASSERT_TRUE(run_on(ioc, conn.async_connect()));
-    ASSERT_TRUE(run_on(ioc, shards::async_create_edge_schema(conn)));
     const auto map = core::shard_map::equal_ranges(1);
 
     const auto adds = edges(1500, core::edge_state::normal, 1'000'000);

@@ -61,14 +61,8 @@ void read_all(shards::edge_get_batcher& b, asio::io_context& ioc, int n, outcome
 
 TEST(edge_get_batcher, concurrent_reads_each_get_their_own_row_and_share_queries) {
     CAIRN_REQUIRE_SHARDS(1u);
-    fresh_database(db);
+    fresh_edge_database(db);
     const auto shard = test_shards().at(0);
-    {
-        asio::io_context ioc;
-        shards::mariadb_conn conn(ioc.get_executor(), params_for(shard, db));
-        ASSERT_TRUE(run_on(ioc, conn.async_connect()));
-        ASSERT_TRUE(run_on(ioc, shards::async_create_edge_schema(conn)));
-    }
     constexpr int n = 300;
     std::string insert =
         "INSERT INTO edges (graph, node_id, direction, other_id, state, own_state, position, ts, pos_ts, pos_set) VALUES ";
@@ -104,12 +98,11 @@ TEST(edge_get_batcher, concurrent_reads_each_get_their_own_row_and_share_queries
 
 TEST(edge_get_batcher, multi_get_answers_long_lists_with_repeats_in_order) {
     CAIRN_REQUIRE_SHARDS(1u);
-    fresh_database(db);
+    fresh_edge_database(db);
     const auto shard = test_shards().at(0);
     asio::io_context ioc;
     shards::mariadb_conn conn(ioc.get_executor(), params_for(shard, db));
     ASSERT_TRUE(run_on(ioc, conn.async_connect()));
-    ASSERT_TRUE(run_on(ioc, shards::async_create_edge_schema(conn)));
     ASSERT_TRUE(exec_sql(shard, {"INSERT INTO edges (graph, node_id, direction, other_id, state, own_state, position, ts, "
                                  "pos_ts, pos_set) VALUES ('g',1,0,5,0,0,50,1,1,1),('g',2,0,6,0,0,60,1,1,1),"
                                  "('g',1,1,5,0,0,99,1,1,1),('h',1,0,5,0,0,77,1,1,1)"},

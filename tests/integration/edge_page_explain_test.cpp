@@ -18,12 +18,11 @@ namespace {
 TEST(edge_page_explain, every_page_is_a_range_read_of_by_position_without_filesort) {
     CAIRN_REQUIRE_SHARDS(1u);
     const std::string db = "cairn_explain_pages";
-    fresh_database(db);
+    fresh_edge_database(db);
     const auto s = test_shards().at(0);
     boost::asio::io_context ioc;
     shards::mariadb_conn conn(ioc.get_executor(), params_for(s, db));
     ASSERT_TRUE(run_on(ioc, conn.async_connect()));
-    ASSERT_TRUE(run_on(ioc, shards::async_create_edge_schema(conn)));
     // 5 nodes x 2 directions x 400 edges in mixed states.
     std::string insert =
         "INSERT INTO edges (graph, node_id, direction, other_id, state, own_state, position, ts, pos_ts, pos_set) VALUES ";

@@ -1,5 +1,6 @@
 // Set arithmetic through the real cairnd and shards: intersection, union and difference of
 // single-node queries, paged with cursors, against a model of the same random graphs.
+#include "tests/support/cairnd_fixture.hpp"
 #include "tests/support/e2e.hpp"
 
 #include <gtest/gtest.h>
@@ -35,22 +36,12 @@ std::variant<std::vector<std::int64_t>, int> walk(std::uint16_t port, const std:
     return -3;
 }
 
-class edge_sets_http : public ::testing::Test {
+class edge_sets_http : public cairnd_test {
 protected:
     void SetUp() override {
         if (test_shards().size() < 2) return;
-        fresh_database("cairn_e2e_sets");
-        cairnd_options o;
-        o.database = "cairn_e2e_sets";
-        cairnd_ = std::make_unique<cairnd_process>(o);
-        ASSERT_TRUE(cairnd_->start()) << cairnd_->log_tail();
+        start_cairnd("cairn_e2e_sets");
     }
-    void TearDown() override {
-        if (cairnd_) {
-            EXPECT_EQ(cairnd_->terminate(), 0) << cairnd_->log_tail();
-        }
-    }
-    std::unique_ptr<cairnd_process> cairnd_;
 };
 
 TEST_F(edge_sets_http, flockdb_questions_have_the_right_answers) {

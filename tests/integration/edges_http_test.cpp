@@ -1,5 +1,6 @@
 // End to end through the real cairnd binary and real shards: write edges over HTTP, read them
 // back, idempotency keys, bad input, a poison op that becomes a dead letter.
+#include "tests/support/cairnd_fixture.hpp"
 #include "tests/support/e2e.hpp"
 
 #include <gtest/gtest.h>
@@ -13,25 +14,14 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class edges_http : public ::testing::Test {
+class edges_http : public cairnd_test {
 protected:
     void start(const std::string& db, std::uint32_t attempts = 3) {
-        fresh_database(db);
         cairnd_options o;
-        o.database = db;
         o.retry_attempts_max = attempts;
-        cairnd_ = std::make_unique<cairnd_process>(o);
-        ASSERT_TRUE(cairnd_->start()) << cairnd_->log_tail();
+        start_cairnd(db, o);
     }
-    void TearDown() override {
-        if (cairnd_ && HasFailure()) std::cerr << "cairnd log:\n" << cairnd_->log_tail() << "\n";
-        if (cairnd_) {
-            EXPECT_EQ(cairnd_->terminate(), 0) << cairnd_->log_tail();
-        }
-    }
-    std::uint16_t port() const { return cairnd_->port(); }
 
-    std::unique_ptr<cairnd_process> cairnd_;
 };
 
 TEST_F(edges_http, a_write_is_acknowledged_with_its_seq_then_readable) {

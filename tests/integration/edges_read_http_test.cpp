@@ -2,6 +2,7 @@
 // multi-get in request order, read-your-writes (?after=, ?wait=applied) including the bounded
 // 504 when a shard cannot apply, and 400 problems naming each bad parameter.
 #include "core/shard_map.hpp"
+#include "tests/support/cairnd_fixture.hpp"
 #include "tests/support/e2e.hpp"
 
 #include <gtest/gtest.h>
@@ -14,24 +15,14 @@ namespace {
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-class edges_read_http : public ::testing::Test {
+class edges_read_http : public cairnd_test {
 protected:
     void start(const std::string& db, std::vector<shard_endpoint> shards = {}, std::string extra_toml = {}) {
-        fresh_database(db);
         cairnd_options o;
-        o.database = db;
-        o.shards = shards.empty() ? test_shards() : std::move(shards);
+        o.shards = std::move(shards);  // empty: every test shard
         o.extra_toml = std::move(extra_toml);
-        cairnd_ = std::make_unique<cairnd_process>(o);
-        ASSERT_TRUE(cairnd_->start()) << cairnd_->log_tail();
+        start_cairnd(db, o);
     }
-    void TearDown() override {
-        if (cairnd_ && HasFailure()) std::cerr << "cairnd log:\n" << cairnd_->log_tail() << "\n";
-        if (cairnd_) {
-            EXPECT_EQ(cairnd_->terminate(), 0) << cairnd_->log_tail();
-        }
-    }
-    std::uint16_t port() const { return cairnd_->port(); }
 
     json get_json(const std::string& target, int status = 200) {
         auto r = http_get(port(), target);
@@ -43,7 +34,6 @@ protected:
         return json::parse(r->body, nullptr, false);
     }
 
-    std::unique_ptr<cairnd_process> cairnd_;
 };
 
 TEST_F(edges_read_http, pages_walk_forward_and_back_and_counts_match) {

@@ -1,5 +1,6 @@
 // Whole-node ops end to end (issue 4) through the real cairnd and real shards: a node put on
 // ice and back, seen by pages and counts; bad input is a 400 and journals nothing.
+#include "tests/support/cairnd_fixture.hpp"
 #include "tests/support/e2e.hpp"
 
 #include <gtest/gtest.h>
@@ -11,22 +12,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class nodes_http : public ::testing::Test {
+class nodes_http : public cairnd_test {
 protected:
-    void start(const std::string& db) {
-        fresh_database(db);
-        cairnd_options o;
-        o.database = db;
-        cairnd_ = std::make_unique<cairnd_process>(o);
-        ASSERT_TRUE(cairnd_->start()) << cairnd_->log_tail();
-    }
-    void TearDown() override {
-        if (cairnd_ && HasFailure()) std::cerr << "cairnd log:\n" << cairnd_->log_tail() << "\n";
-        if (cairnd_) {
-            EXPECT_EQ(cairnd_->terminate(), 0) << cairnd_->log_tail();
-        }
-    }
-    std::uint16_t port() const { return cairnd_->port(); }
+    void start(const std::string& db) { start_cairnd(db); }
     std::int64_t count(std::int64_t node, const std::string& direction, const std::string& state) {
         auto r = http_get(port(), fmt::format("/v1/graphs/follows/nodes/{}/count?direction={}&state={}", node, direction, state));
         if (!r || r->status != 200) {
@@ -36,7 +24,6 @@ protected:
         return nlohmann::json::parse(r->body)["count"].get<std::int64_t>();
     }
 
-    std::unique_ptr<cairnd_process> cairnd_;
 };
 
 TEST_F(nodes_http, a_node_put_on_ice_and_back_with_a_newer_edge_write_winning) {

@@ -1,5 +1,7 @@
 #include "tests/support/test_shards.hpp"
 
+#include "shards/edge_store.hpp"
+
 #include <boost/algorithm/string.hpp>
 
 namespace cairn::test {
@@ -75,6 +77,17 @@ void fresh_database(const std::string& db) {
     for (const auto& s : test_shards()) {
         auto r = exec_sql(s, {"DROP DATABASE IF EXISTS " + db, "CREATE DATABASE " + db});
         if (!r) throw std::runtime_error("cannot create database " + db + ": " + r.error().message());
+    }
+}
+
+void fresh_edge_database(const std::string& db) {
+    fresh_database(db);
+    for (const auto& s : test_shards()) {
+        boost::asio::io_context ioc;
+        shards::mariadb_conn conn(ioc.get_executor(), params_for(s, db));
+        auto r = run_on(ioc, conn.async_connect());
+        if (r) r = run_on(ioc, shards::async_create_edge_schema(conn));
+        if (!r) throw std::runtime_error("cannot create the edge tables in " + db + ": " + r.error().message());
     }
 }
 

@@ -83,5 +83,7 @@ core::result<std::vector<std::string>> query_sql(const shard_endpoint& s, const 
 
 // Creates (or empties) database db on every test shard, so that a test owns its tables.
 void fresh_database(const std::string& db);
+// fresh_database, then the edge tables (shards::async_create_edge_schema) on every test shard.
+void fresh_edge_database(const std::string& db);
 
 }  // namespace cairn::test
