@@ -80,6 +80,135 @@ const toml::table* sub_table(const toml::table& root, std::string_view k, std::s
     return n->as_table();
 }
 
+// One [[counters.metrics]] table.
+std::string parse_metric(const toml::table& t, const std::string& where, counter_metric& m) {
+    table_reader r(t, where);
+    r.string("name", m.name);
+    std::string shard_on;
+    r.string("shard_on", shard_on);
+    r.skip("dimensions");
+    r.skip("tables");
+    r.check_unknown();
+    if (!r.error().empty()) return r.error();
+    if (m.name.empty()) return where + ".name: is required";
+    const toml::array* dims = t.get_as<toml::array>("dimensions");
+    if (!dims) return where + ".dimensions: must be an array of tables {name, type, length}";
+    for (std::size_t i = 0; i < dims->size(); ++i) {
+        const auto dw = fmt::format("{}.dimensions[{}]", where, i);
+        const toml::table* dt = (*dims)[i].as_table();
+        if (!dt) return dw + ": must be a table {name, type, length}";
+        table_reader dr(*dt, dw);
+        counter_dimension d;
+        std::string type = "int";
+        std::int64_t length = 0;
+        dr.string("name", d.name);
+        dr.string("type", type);
+        dr.integer("length", length, 1, 255);
+        dr.check_unknown();
+        if (!dr.error().empty()) return dr.error();
+        if (type == "int") {
+            d.type = dimension_type::integer;
+            if (length != 0) return dw + ".length: only string dimensions have a length";
+        } else if (type == "string") {
+            d.type = dimension_type::string;
+            d.length_max = static_cast<std::size_t>(length);
+        } else {
+            return dw + ".type: must be \"int\" or \"string\"";
+        }
+        m.dimensions.push_back(std::move(d));
+    }
+    if (shard_on.empty()) return where + ".shard_on: is required (the dimension whose value picks the shard)";
+    if (auto i = m.dimension_index(shard_on)) {
+        m.shard_on = *i;
+    } else {
+        return fmt::format("{}.shard_on: '{}' is not a declared dimension", where, shard_on);
+    }
+    const toml::array* tables = t.get_as<toml::array>("tables");
+    if (!tables) return where + ".tables: must be an array of tables {name, granularity, key}";
+    for (std::size_t i = 0; i < tables->size(); ++i) {
+        const auto tw = fmt::format("{}.tables[{}]", where, i);
+        const toml::table* tt = (*tables)[i].as_table();
+        if (!tt) return tw + ": must be a table {name, granularity, key}";
+        table_reader tr(*tt, tw);
+        counter_table ct;
+        std::string granularity;
+        tr.string("name", ct.name);
+        tr.string("granularity", granularity);
+        tr.skip("key");
+        tr.check_unknown();
+        if (!tr.error().empty()) return tr.error();
+        auto g = granularity_from_name(granularity);
+        if (!g) return tw + ".granularity: must be \"hour\" or \"day\"";
+        ct.granularity = *g;
+        const toml::array* key = tt->get_as<toml::array>("key");
+        if (!key || key->empty()) return tw + ".key: must be an array of dimension names and \"time\"";
+        for (const auto& k : *key) {
+            const auto name = k.value<std::string>();
+            if (!name) return tw + ".key: must hold strings";
+            if (*name == "time") {
+                ct.key.push_back(counter_key_time);
+            } else if (auto d = m.dimension_index(*name)) {
+                ct.key.push_back(static_cast<int>(*d));
+            } else {
+                return fmt::format("{}.key: '{}' is not a declared dimension", tw, *name);
+            }
+        }
+        m.tables.push_back(std::move(ct));
+    }
+    return {};
+}
+
+// [counters] with its [[counters.metrics]]; checked whole by core::check_catalog.
+std::string parse_counters(const toml::table& t, counter_catalog& c) {
+    table_reader r(t, "counters");
+    std::int64_t keep_hours = c.op_ids_keep.count();
+    r.integer("op_ids_keep_hours", keep_hours, 1, 24 * 3660);
+    c.op_ids_keep = std::chrono::hours(keep_hours);
+    r.integer("future_ms_max", c.future_ms_max, 0, std::int64_t{366} * ms_per_day);
+    r.integer("series_points_max", c.series_points_max, 1, 1'000'000);
+    r.integer("groups_max", c.groups_max, 1, 10'000'000);
+    r.skip("metrics");
+    r.check_unknown();
+    if (!r.error().empty()) return r.error();
+    if (const toml::node* n = t.get("metrics")) {
+        const toml::array* arr = n->as_array();
+        if (!arr) return "counters.metrics: must be an array of tables ([[counters.metrics]])";
+        for (std::size_t i = 0; i < arr->size(); ++i) {
+            const auto where = fmt::format("counters.metrics[{}]", i);
+            const toml::table* mt = (*arr)[i].as_table();
+            if (!mt) return where + ": must be a table";
+            counter_metric m;
+            if (auto e = parse_metric(*mt, where, m); !e.empty()) return e;
+            c.metrics.push_back(std::move(m));
+        }
+    }
+    if (auto e = check_catalog(c)) return *e;
+    return {};
+}
+
+// [cells]: tables = ["users", ...], compress_bytes_min.
+std::string parse_cells(const toml::table& t, cell_config& c) {
+    table_reader r(t, "cells");
+    r.integer("compress_bytes_min", c.compress_bytes_min, 0, std::int64_t{1} << 30);
+    r.skip("tables");
+    r.check_unknown();
+    if (!r.error().empty()) return r.error();
+    if (const toml::node* n = t.get("tables")) {
+        const toml::array* arr = n->as_array();
+        if (!arr) return "cells.tables: must be an array of table names";
+        for (std::size_t i = 0; i < arr->size(); ++i) {
+            const auto name = (*arr)[i].value<std::string>();
+            if (!name || !valid_cell_table(*name)) {
+                return fmt::format("cells.tables[{}]: must be 1 to 32 characters of a-z, 0-9 and _, starting with a letter", i);
+            }
+            if (c.declared(*name)) return fmt::format("cells.tables[{}]: '{}' is declared twice", i, *name);
+            c.tables.push_back(*name);
+        }
+        if (c.tables.size() > 256) return "cells.tables: at most 256 tables";
+    }
+    return {};
+}
+
 }  // namespace
 
 config default_config() {
@@ -112,7 +241,7 @@ config_result parse_config(std::string_view text, std::string_view source_name) 
         c.log_level != "error") {
         top.fail("log_level: must be one of trace, debug, info, warn, error");
     }
-    for (auto k : {"listen", "journal", "apply", "limits", "shards", "tokens"}) top.skip(k);
+    for (auto k : {"listen", "journal", "apply", "limits", "shards", "tokens", "counters", "cells"}) top.skip(k);
     top.check_unknown();
     first_error(top.error());
 
@@ -195,6 +324,8 @@ config_result parse_config(std::string_view text, std::string_view source_name) 
             if (c.shards.size() > 1024) first_error("shards: at most 1024 shards");
         }
     }
+    if (auto* t = sub_table(root, "counters", error)) first_error(parse_counters(*t, c.counters));
+    if (auto* t = sub_table(root, "cells", error)) first_error(parse_cells(*t, c.cells));
     if (const toml::node* n = root.get("tokens")) {
         const toml::array* arr = n->as_array();
         if (!arr) {

@@ -2,6 +2,8 @@
 // value and names the offending key in its error. Plain values; no I/O after load.
 #pragma once
 
+#include "core/cells.hpp"
+#include "core/counters.hpp"
 #include "core/limits.hpp"
 
 #include <boost/outcome/result.hpp>
@@ -43,6 +45,8 @@ struct config {
     std::string log_level = "info";
     bool apply_paused = false;
     limits lim;
+    counter_catalog counters;  // [counters] and [[counters.metrics]]
+    cell_config cells;         // [cells]
 };
 
 using config_result = boost::outcome_v2::result<config, std::string, boost::outcome_v2::policy::terminate>;

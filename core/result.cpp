@@ -27,6 +27,10 @@ public:
             case errc::forbidden: return "forbidden";
             case errc::too_large: return "too large";
             case errc::conflict: return "conflict";
+            case errc::op_expired:
+                return "op older than counters.op_ids_keep_hours: refused, since it may have been applied and "
+                       "forgotten (re-inject it only if it never was)";
+            case errc::undeclared: return "the op's counter metric is not declared in this gateway's config";
         }
         return "unknown cairn error " + std::to_string(ev);
     }

@@ -36,6 +36,8 @@ enum class errc {
     forbidden = 14,
     too_large = 15,
     conflict = 16,
+    op_expired = 17,   // a counter op older than its op ids are kept: applying it could double-count
+    undeclared = 18,   // the op names a metric (or table) this gateway's config does not declare
 };
 
 const boost::system::error_category& cairn_category() noexcept;

@@ -22,6 +22,17 @@ constexpr std::uint64_t hash_id(std::int64_t id) noexcept {
     return k;
 }
 
+// The documented hash of byte-string keys (cells' row_keys, string counter dimensions): 64-bit
+// FNV-1a of the bytes, then the finalizer above.
+constexpr std::uint64_t hash_bytes(std::string_view bytes) noexcept {
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    for (char c : bytes) {
+        h ^= static_cast<unsigned char>(c);
+        h *= 0x100000001b3ULL;
+    }
+    return hash_id(static_cast<std::int64_t>(h));
+}
+
 using shard_index = std::uint32_t;
 
 class shard_map {

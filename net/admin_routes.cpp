@@ -7,6 +7,8 @@
 #include "journal/journal.hpp"
 #include "net/detail/applied_wait.hpp"
 #include "net/detail/json_escape.hpp"
+#include "net/cell_json.hpp"
+#include "net/counter_json.hpp"
 #include "net/edge_json.hpp"
 #include "net/gateway.hpp"
 #include "net/problem.hpp"
@@ -83,7 +85,22 @@ response journal_problem(const request& req, const core::error_code& ec) {
 
 // The op as the JSON an operator reads and edits: the fields of a client write, with graph and
 // model, and ts in Unix milliseconds (a PUT .../op body takes exactly this shape back).
-json op_json(const core::op& o) {
+json op_json(const gateway& gw, const core::op& o) {
+    if (const auto* c = std::get_if<core::counter_op>(&o.body)) {
+        static const core::counter_catalog none;
+        json j = json::parse(render_counter_op(gw.counters ? *gw.counters : none, *c));
+        j["model"] = "counter";
+        j["ts"] = core::hlc_ms(o.ts);
+        return j;
+    }
+    if (const auto* c = std::get_if<core::cell_op>(&o.body)) {
+        json j = json::parse(render_cell(c->table, c->row_key, c->column, c->ref_key, c->body, o.ts, 0));
+        j.erase("added_id");
+        j.erase("ts_ms");
+        j["model"] = "cell";
+        j["ts"] = core::hlc_ms(o.ts);
+        return j;
+    }
     if (const auto* n = std::get_if<core::node_op>(&o.body)) {
         return json{{"model", "node"},
                     {"graph", n->graph},
@@ -110,7 +127,7 @@ std::optional<core::op> decode(const std::string& bytes) {
 
 std::uint64_t age_s(std::uint64_t now_ms, std::uint64_t then_ms) { return now_ms > then_ms ? (now_ms - then_ms) / 1000 : 0; }
 
-json task_summary(const journal::error_task& t, std::uint64_t now_ms) {
+json task_summary(const gateway& gw, const journal::error_task& t, std::uint64_t now_ms) {
     json j{{"shard", t.shard},
            {"seq", t.seq},
            {"attempts", t.attempts},
@@ -118,7 +135,7 @@ json task_summary(const journal::error_task& t, std::uint64_t now_ms) {
            {"last_error", t.errors.empty() ? std::string() : t.errors.back()}};
     if (auto o = decode(t.op_bytes)) {
         j["op_id"] = std::to_string(o->op_id);
-        j["op"] = op_json(*o);
+        j["op"] = op_json(gw, *o);
     } else {
         j["op"] = nullptr;
     }
@@ -126,22 +143,22 @@ json task_summary(const journal::error_task& t, std::uint64_t now_ms) {
     return j;
 }
 
-json dead_summary(const journal::dead_letter& d, std::uint64_t now_ms) {
-    json j = task_summary(d.task, now_ms);
+json dead_summary(const gateway& gw, const journal::dead_letter& d, std::uint64_t now_ms) {
+    json j = task_summary(gw, d.task, now_ms);
     j["died_ms"] = d.died_ms;
     j["age_s"] = age_s(now_ms, d.died_ms);
     return j;
 }
 
-json dead_detail(const journal::dead_letter& d, std::uint64_t now_ms) {
-    json j = dead_summary(d, now_ms);
+json dead_detail(const gateway& gw, const journal::dead_letter& d, std::uint64_t now_ms) {
+    json j = dead_summary(gw, d, now_ms);
     j["errors"] = d.task.errors;
     if (auto o = decode(d.task.op_bytes)) j["ts"] = std::to_string(o->ts);
     return j;
 }
 
-json error_summary(const journal::error_task& t, std::uint64_t now_ms) {
-    json j = task_summary(t, now_ms);
+json error_summary(const gateway& gw, const journal::error_task& t, std::uint64_t now_ms) {
+    json j = task_summary(gw, t, now_ms);
     j["due_ms"] = t.due_ms;
     j["due_in_ms"] = t.due_ms > now_ms ? t.due_ms - now_ms : 0;
     j["errors_count"] = t.errors.size();
@@ -177,7 +194,9 @@ struct dead_filter {
 };
 
 std::optional<input_error> check_model(const std::optional<std::string>& model) {
-    if (model && *model != "edge" && *model != "node") return input_error{"model", "must be \"edge\" or \"node\""};
+    if (model && *model != "edge" && *model != "node" && *model != "cell" && *model != "counter") {
+        return input_error{"model", "must be \"edge\", \"node\", \"cell\" or \"counter\""};
+    }
     return std::nullopt;
 }
 
@@ -405,7 +424,7 @@ response list_dead(gateway& gw, route_context& ctx) {
                 done = true;
                 break;
             }
-            if (filter.matches(d, now)) items.push_back(dead_summary(d, now));
+            if (filter.matches(d, now)) items.push_back(dead_summary(gw, d, now));
         }
         const auto& last = page.value().back().task;
         from_shard = last.shard;
@@ -434,7 +453,62 @@ response show_dead(gateway& gw, route_context& ctx) {
         return not_found(req, fmt::format("no dead letter of seq {} on shard {}", key->second, key->first));
     }
     if (!d) return journal_problem(req, d.error());
-    return answer(req, dead_detail(d.value(), now_ms()));
+    return answer(req, dead_detail(gw, d.value(), now_ms()));
+}
+
+// A counter op's edit: {"model": "counter", "metric", "dimensions", "time", "delta"} (and "ts",
+// which is ignored: the edited op is stamped now, so that it is not refused as too old).
+// Validated as POST /v1/counters/{metric} validates an increment.
+std::variant<core::op, input_error> parse_edited_counter(gateway& gw, const simdjson::dom::object& fields) {
+    static const core::counter_catalog none;
+    const auto& catalog = gw.counters ? *gw.counters : none;
+    const core::counter_metric* metric = nullptr;
+    std::string increment = "{";
+    for (auto [key, value] : fields) {
+        if (key == "model" || key == "ts") continue;
+        if (key == "metric") {
+            if (value.is_string()) metric = catalog.find(value.get_string().value_unsafe());
+            if (!metric) return input_error{"metric", "must name a declared counter metric"};
+            continue;
+        }
+        if (increment.size() > 1) increment += ',';
+        detail::append_json_string(increment, key);
+        increment += ':';
+        increment += simdjson::minify(value);
+    }
+    increment += '}';
+    if (!metric) return input_error{"metric", "is required"};
+    auto parsed = parse_counter_writes(catalog, *metric, increment, gw.clock, now_ms(), 1);
+    if (auto* e = std::get_if<input_error>(&parsed)) return *e;
+    return std::move(std::get<std::vector<core::op>>(parsed).front());
+}
+
+// A cell op's edit: {"model": "cell", "table", "row_key", "column", "ref_key", "body"} ("ts" is
+// ignored: the edited op is stamped now). Validated as POST /v1/cells/{table} validates a cell.
+std::variant<core::op, input_error> parse_edited_cell(gateway& gw, const simdjson::dom::object& fields) {
+    static const core::cell_config none;
+    const auto& cells = gw.cells ? *gw.cells : none;
+    std::string table;
+    std::string cell = "{";
+    for (auto [key, value] : fields) {
+        if (key == "model" || key == "ts") continue;
+        if (key == "table") {
+            if (!value.is_string() || !cells.declared(value.get_string().value_unsafe())) {
+                return input_error{"table", "must name a declared cell table"};
+            }
+            table = std::string(value.get_string().value_unsafe());
+            continue;
+        }
+        if (cell.size() > 1) cell += ',';
+        detail::append_json_string(cell, key);
+        cell += ':';
+        cell += simdjson::minify(value);
+    }
+    cell += '}';
+    if (table.empty()) return input_error{"table", "is required"};
+    auto parsed = parse_cell_writes(cells, table, cell, gw.clock, 1);
+    if (auto* e = std::get_if<input_error>(&parsed)) return *e;
+    return std::move(std::get<std::vector<core::op>>(parsed).front());
 }
 
 // Validates an edited payload exactly like a client write: the body is the "op" object of
@@ -449,6 +523,15 @@ std::variant<core::op, input_error> parse_edited_op(gateway& gw, std::string_vie
         return input_error{"body", fmt::format("is not valid JSON: {}", simdjson::error_message(err))};
     }
     if (!root.is_object()) return input_error{"body", "must be a JSON object describing one op"};
+    simdjson::dom::element model;
+    if (root.get_object().value_unsafe().at_key("model").get(model) == simdjson::SUCCESS && model.is_string() &&
+        model.get_string().value_unsafe() == "counter") {
+        return parse_edited_counter(gw, root.get_object().value_unsafe());
+    }
+    if (root.get_object().value_unsafe().at_key("model").get(model) == simdjson::SUCCESS && model.is_string() &&
+        model.get_string().value_unsafe() == "cell") {
+        return parse_edited_cell(gw, root.get_object().value_unsafe());
+    }
     std::string graph;
     bool have_graph = false;
     bool node = false;
@@ -460,7 +543,7 @@ std::variant<core::op, input_error> parse_edited_op(gateway& gw, std::string_vie
         if (key == "model") {
             if (!value.is_string() || (value.get_string().value_unsafe() != "edge" &&
                                        value.get_string().value_unsafe() != "node")) {
-                return input_error{"model", "must be \"edge\" or \"node\""};
+                return input_error{"model", "must be \"edge\", \"node\", \"cell\" or \"counter\""};
             }
             node = value.get_string().value_unsafe() == "node";
         } else if (key == "node_id" || key == "action") {
@@ -535,8 +618,8 @@ asio::awaitable<response> async_edit_dead(gateway& gw, route_context& ctx) {
     auto committed = co_await shards::async_commit_outcome(gw.journal, std::move(outcome));
     if (!committed) co_return journal_problem(req, committed.error());
     spdlog::info("admin: dead letter shard {} seq {} edited: {} -> {}", key->first, key->second,
-                 old ? dump(op_json(*old)) : std::string("(undecodable)"), dump(op_json(edited)));
-    co_return answer(req, dead_detail(updated, now_ms()));
+                 old ? dump(op_json(gw, *old)) : std::string("(undecodable)"), dump(op_json(gw, edited)));
+    co_return answer(req, dead_detail(gw, updated, now_ms()));
 }
 
 // Collects the dead letters a target covers, by shard, scanning in pages.
@@ -674,7 +757,7 @@ response list_errors(gateway& gw, route_context& ctx) {
     if (!tasks) return journal_problem(req, tasks.error());
     const std::uint64_t now = now_ms();
     json items = json::array();
-    for (std::size_t i = 0; i < std::min(limit, tasks.value().size()); ++i) items.push_back(error_summary(tasks.value()[i], now));
+    for (std::size_t i = 0; i < std::min(limit, tasks.value().size()); ++i) items.push_back(error_summary(gw, tasks.value()[i], now));
     return answer(req, json{{"errors", items}, {"truncated", tasks.value().size() > limit},
                             {"total", gw.journal.get_stats().error_count}});
 }
@@ -776,7 +859,7 @@ response trace(gateway& gw, route_context& ctx) {
     }
     if (op) {
         for (const auto s : shards::shards_of(*op, gw.map)) involved.insert(s);
-        out["op"] = op_json(*op);
+        out["op"] = op_json(gw, *op);
         out["op_id"] = std::to_string(op->op_id);
         out["ts"] = std::to_string(op->ts);
     } else {

@@ -1,6 +1,7 @@
 #include "net/edge_json.hpp"
 
 #include "core/codec.hpp"
+#include "net/detail/json_parse.hpp"
 
 #include <simdjson.h>
 
@@ -11,7 +12,7 @@
 namespace cairn::net {
 namespace {
 
-constexpr std::size_t json_depth_max = 8;
+using detail::parse_json;
 
 std::string field_name(std::string_view prefix, std::string_view key) {
     if (prefix.empty()) return std::string(key);
@@ -26,23 +27,6 @@ std::optional<std::int64_t> id_of(const simdjson::dom::element& v) {
         return n;
     }
     if (v.is_string()) return parse_id(v.get_string().value_unsafe());
-    return std::nullopt;
-}
-
-// Parses untrusted JSON with this thread's parser. The parser's buffers only ever grow, so a
-// request does not allocate them again, and the body is copied once into the parser's padded
-// buffer (simdjson needs padding after the input) instead of into a new padded_string.
-std::optional<input_error> parse_json(std::string_view body, simdjson::dom::element& root) {
-    thread_local simdjson::dom::parser parser;
-    if (parser.capacity() < body.size() || parser.max_depth() != json_depth_max) {
-        const std::size_t capacity = std::max<std::size_t>({body.size(), parser.capacity(), 64 * 1024});
-        if (parser.allocate(capacity, json_depth_max) != simdjson::SUCCESS) {
-            return input_error{"body", "cannot be parsed (too large)"};
-        }
-    }
-    if (auto err = parser.parse(body.data(), body.size(), true).get(root); err) {
-        return input_error{"body", fmt::format("is not valid JSON: {}", simdjson::error_message(err))};
-    }
     return std::nullopt;
 }
 

@@ -3,6 +3,8 @@
 // routes keep a reference. Thread-safe parts only.
 #pragma once
 
+#include "core/cells.hpp"
+#include "core/counters.hpp"
 #include "core/hlc.hpp"
 #include "core/limits.hpp"
 #include "core/metrics.hpp"
@@ -31,6 +33,8 @@ struct gateway {
     core::limits lim;
     core::registry& metrics;
     std::vector<shards::edge_get_batcher*> get_batchers = {};  // index = shard; point reads of one edge
+    const core::counter_catalog* counters = nullptr;             // the declared counter metrics (none: nullptr)
+    const core::cell_config* cells = nullptr;                    // the declared cell tables (none: nullptr)
 };
 
 }  // namespace cairn::net

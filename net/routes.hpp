@@ -14,5 +14,9 @@ void add_edge_read_routes(router& r, gateway& gw);
 void add_health_routes(router& r, gateway& gw);
 // POST /v1/graphs/{graph}/sets: intersection, union, difference of single-node queries.
 void add_set_routes(router& r, gateway& gw);
+// Counters (issue 6): POST /v1/counters/{metric}, GET .../total, .../series, .../top, GET /v1/counters.
+void add_counter_routes(router& r, gateway& gw);
+// Cells (issue 6): POST /v1/cells/{table}; GET .../{row_key}[/{column}[/versions | /{ref_key}]].
+void add_cell_routes(router& r, gateway& gw);
 
 }  // namespace cairn::net

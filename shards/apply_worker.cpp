@@ -70,6 +70,8 @@ apply_worker::apply_worker(asio::any_io_executor ex, journal::journal& j, const 
       m_outages_(metrics.add_counter("cairn_apply_outage_waits_total", "Back-offs because the shard was unreachable",
                                      {{"shard", std::to_string(opts_.shard)}})) {
     if (!opts_.wall_ms) opts_.wall_ms = core::system_wall_clock_ms;
+    if (!opts_.counters) opts_.counters = std::make_shared<const core::counter_catalog>();
+    if (!opts_.cells) opts_.cells = std::make_shared<const core::cell_config>();
     applied_seq_ = journal_.cursor(opts_.shard);
     m_applied_seq_.set(static_cast<double>(applied_seq_.load()));
 }
@@ -161,17 +163,17 @@ std::chrono::milliseconds apply_worker::retry_delay(std::uint32_t attempts) {
     return std::chrono::milliseconds(jitter(rng_));
 }
 
-asio::awaitable<core::result<void>> apply_worker::async_apply(mariadb_conn& conn, const core::shard_map& map,
-                                                              core::shard_index shard,
+asio::awaitable<core::result<void>> apply_worker::async_apply(mariadb_conn& conn,
                                                               std::span<const core::op* const> ops) {
-    co_return co_await async_apply_ops(conn, map, shard, ops);
+    const apply_context ctx{map_, *opts_.counters, *opts_.cells, now_ms()};
+    co_return co_await async_apply_ops(conn, ctx, opts_.shard, ops);
 }
 
 asio::awaitable<void> apply_worker::async_ensure_schema() {
     while (!stopping_) {
         auto lease = co_await pool_.async_acquire();
         if (lease) {
-            auto r = co_await async_create_schema(*lease.value());
+            auto r = co_await async_create_schema(*lease.value(), *opts_.counters, *opts_.cells);
             if (r) {
                 shard_up_ = true;
                 m_up_.set(1);
@@ -238,7 +240,7 @@ asio::awaitable<bool> apply_worker::async_apply_batch() {
         mariadb_conn& conn = *lease.value();
         core::result<void> r = core::success();
         for (int attempt = 0; attempt <= retry_now_max; ++attempt) {
-            r = co_await async_apply(conn, map_, shard, mine);
+            r = co_await async_apply(conn, mine);
             if (r || r.error() != core::errc::shard_retry) break;
         }
         if (!r && is_outage(r.error())) {
@@ -252,7 +254,7 @@ asio::awaitable<bool> apply_worker::async_apply_batch() {
                 std::array<const core::op*, 1> one{mine[i]};
                 core::result<void> r1 = core::success();
                 for (int attempt = 0; attempt <= retry_now_max; ++attempt) {
-                    r1 = co_await async_apply(conn, map_, shard, one);
+                    r1 = co_await async_apply(conn, one);
                     if (r1 || r1.error() != core::errc::shard_retry) break;
                 }
                 if (r1) continue;
@@ -314,7 +316,7 @@ asio::awaitable<bool> apply_worker::async_retry_errors() {
         outcome.remove_errors.push_back(std::move(task));
         if (decoded) {
             std::array<const core::op*, 1> one{&decoded.value()};
-            auto r = co_await async_apply(conn, map_, shard, one);
+            auto r = co_await async_apply(conn, one);
             if (r) {
                 m_applied_ops_.inc();
                 continue;

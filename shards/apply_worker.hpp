@@ -6,6 +6,8 @@
 
 #include <utility>  // Boost 1.74's awaitable.hpp forgets it.
 
+#include "core/cells.hpp"
+#include "core/counters.hpp"
 #include "core/limits.hpp"
 #include "core/metrics.hpp"
 #include "core/op.hpp"
@@ -40,6 +42,8 @@ struct apply_worker_options {
     core::limits lim;
     bool paused = false;
     std::function<std::uint64_t()> wall_ms;  // default: core::system_wall_clock_ms
+    std::shared_ptr<const core::counter_catalog> counters;  // default: none declared
+    std::shared_ptr<const core::cell_config> cells;         // default: none declared
 };
 
 class apply_worker {
@@ -72,9 +76,7 @@ public:
 
     // Applies ops (already filtered to nothing) in one transaction: the one apply function
     // that batches, isolated ops and error-queue retries all go through.
-    static boost::asio::awaitable<core::result<void>> async_apply(mariadb_conn& conn, const core::shard_map& map,
-                                                                  core::shard_index shard,
-                                                                  std::span<const core::op* const> ops);
+    boost::asio::awaitable<core::result<void>> async_apply(mariadb_conn& conn, std::span<const core::op* const> ops);
 
 private:
     boost::asio::awaitable<void> async_run();

@@ -3,6 +3,7 @@
 #include "core/assert.hpp"
 #include "core/codec.hpp"
 #include "shards/mariadb_conn.hpp"
+#include "shards/transaction.hpp"
 
 #include <fmt/format.h>
 
@@ -86,13 +87,6 @@ stored_edge parse_row(const rows& r, std::size_t i) {
 edge_row_key key_of(const core::edge_op& e, edge_direction d) {
     if (d == edge_direction::forward) return {e.graph, e.source_id, d, e.destination_id};
     return {e.graph, e.destination_id, d, e.source_id};
-}
-
-asio::awaitable<void> async_rollback(mariadb_conn& conn) {
-    if (!conn.is_open()) co_return;
-    // Best effort: if ROLLBACK fails the connection is closed and the server rolls back.
-    auto r = co_await conn.async_execute("ROLLBACK");
-    if (!r) conn.close();
 }
 
 }  // namespace
@@ -231,16 +225,6 @@ asio::awaitable<core::result<void>> async_recompute_rows(mariadb_conn& conn,
         deltas[{key.graph, key.node_id, key.direction, eff}] += 1;
     }
     co_return co_await async_write_rows(conn, writes, deltas);
-}
-
-// Runs body in one transaction: BEGIN, body, COMMIT, or ROLLBACK on any error.
-template <class Body>
-asio::awaitable<core::result<void>> async_in_transaction(mariadb_conn& conn, Body body) {
-    if (auto r = co_await conn.async_execute("BEGIN"); !r) co_return r;
-    auto r = co_await body();
-    if (r) r = co_await conn.async_execute("COMMIT");
-    if (!r) co_await async_rollback(conn);
-    co_return r;
 }
 
 // After a node op's registers are committed: recomputes every row of the node on this shard

@@ -1,6 +1,8 @@
 #include "shards/model_dispatch.hpp"
 
 #include "core/assert.hpp"
+#include "shards/cell_store.hpp"
+#include "shards/counter_store.hpp"
 #include "shards/edge_store.hpp"
 
 #include <algorithm>
@@ -11,23 +13,26 @@ namespace {
 namespace asio = boost::asio;
 
 // Models whose ops share one apply function (and so one transaction per batch).
-enum class apply_family : std::uint8_t { edges };
+enum class apply_family : std::uint8_t { edges, cells, counters };
 
 apply_family family_of(const core::op& o) noexcept {
     switch (o.kind()) {
         case core::model::edge: return apply_family::edges;
         case core::model::node: return apply_family::edges;  // node ops change edge rows and counts
+        case core::model::cell: return apply_family::cells;
+        case core::model::counter: return apply_family::counters;
         default: break;
     }
     CAIRN_ASSERT(false && "an op of a model without an apply function");
     return apply_family::edges;
 }
 
-asio::awaitable<core::result<void>> async_apply_family(apply_family f, mariadb_conn& conn,
-                                                       const core::shard_map& map, core::shard_index shard,
-                                                       std::span<const core::op* const> ops) {
+asio::awaitable<core::result<void>> async_apply_family(apply_family f, mariadb_conn& conn, const apply_context& ctx,
+                                                       core::shard_index shard, std::span<const core::op* const> ops) {
     switch (f) {
-        case apply_family::edges: co_return co_await async_apply_edges(conn, map, shard, ops);
+        case apply_family::edges: co_return co_await async_apply_edges(conn, ctx.map, shard, ops);
+        case apply_family::cells: co_return co_await async_apply_cells(conn, ctx.cells, ops);
+        case apply_family::counters: co_return co_await async_apply_counters(conn, ctx.counters, ops, ctx.now_ms);
     }
     co_return core::errc::shard_rejected;
 }
@@ -40,6 +45,14 @@ void add_shards(const core::edge_op& e, const core::shard_map& map, std::vector<
 // other endpoint's shard).
 void add_shards(const core::node_op&, const core::shard_map& map, std::vector<core::shard_index>& out) {
     for (core::shard_index s = 0; s < map.size(); ++s) out.push_back(s);
+}
+// A cell lives on the shard of its row_key.
+void add_shards(const core::cell_op& c, const core::shard_map& map, std::vector<core::shard_index>& out) {
+    out.push_back(map.shard_of_hash(core::hash_bytes(c.row_key)));
+}
+// Every row of an increment lives on the shard of its metric's shard_on value.
+void add_shards(const core::counter_op& c, const core::shard_map& map, std::vector<core::shard_index>& out) {
+    out.push_back(map.shard_of_hash(c.shard_hash));
 }
 
 }  // namespace
@@ -57,19 +70,20 @@ bool touches_shard(const core::op& o, const core::shard_map& map, core::shard_in
     return std::binary_search(s.begin(), s.end(), shard);
 }
 
-asio::awaitable<core::result<void>> async_create_schema(mariadb_conn& conn) {
-    auto r = co_await async_create_edge_schema(conn);
-    if (!r) co_return r;
-    co_return core::success();
+asio::awaitable<core::result<void>> async_create_schema(mariadb_conn& conn, const core::counter_catalog& counters,
+                                                        const core::cell_config& cells) {
+    if (auto r = co_await async_create_edge_schema(conn); !r) co_return r;
+    if (auto r = co_await async_create_cell_schema(conn, cells); !r) co_return r;
+    co_return co_await async_create_counter_schema(conn, counters);
 }
 
-asio::awaitable<core::result<void>> async_apply_ops(mariadb_conn& conn, const core::shard_map& map,
+asio::awaitable<core::result<void>> async_apply_ops(mariadb_conn& conn, const apply_context& ctx,
                                                     core::shard_index shard, std::span<const core::op* const> ops) {
     if (ops.empty()) co_return core::success();
     const apply_family first = family_of(*ops.front());
     const bool one_family =
         std::all_of(ops.begin(), ops.end(), [&](const core::op* o) { return family_of(*o) == first; });
-    if (one_family) co_return co_await async_apply_family(first, conn, map, shard, ops);
+    if (one_family) co_return co_await async_apply_family(first, conn, ctx, shard, ops);
     // Mixed batch: one transaction per family, in the order the families first appear.
     std::vector<apply_family> order;
     for (const core::op* o : ops) {
@@ -81,7 +95,7 @@ asio::awaitable<core::result<void>> async_apply_ops(mariadb_conn& conn, const co
         for (const core::op* o : ops) {
             if (family_of(*o) == f) group.push_back(o);
         }
-        auto r = co_await async_apply_family(f, conn, map, shard, group);
+        auto r = co_await async_apply_family(f, conn, ctx, shard, group);
         if (!r) co_return r;
     }
     co_return core::success();

@@ -19,18 +19,29 @@ namespace cairn::shards {
 
 class mariadb_conn;
 
+// What an apply function needs beside its connection: routing, the declared counter metrics,
+// and the wall clock of this apply (counter op ids are stamped and aged with it).
+struct apply_context {
+    const core::shard_map& map;
+    const core::counter_catalog& counters;
+    const core::cell_config& cells;
+    std::uint64_t now_ms = 0;
+};
+
 // The shards the op writes rows on: sorted, without duplicates, never empty.
 std::vector<core::shard_index> shards_of(const core::op& o, const core::shard_map& map);
 bool touches_shard(const core::op& o, const core::shard_map& map, core::shard_index shard);
 
-// Creates every model's tables if missing. Errors: those of mariadb_conn.
-boost::asio::awaitable<core::result<void>> async_create_schema(mariadb_conn& conn);
+// Creates every model's tables if missing (counters and cells: the declared ones). Errors: those of mariadb_conn.
+boost::asio::awaitable<core::result<void>> async_create_schema(mariadb_conn& conn, const core::counter_catalog& counters,
+                                                               const core::cell_config& cells);
 
 // Applies the rows of ops that live on `shard` (ops of several models: each model's ops in
 // their own transaction, in the order of the models' first ops). Idempotent and commutative,
 // so that a failure part-way leaves nothing that applying again would not fix. Errors: those
-// of the models' apply functions (shard_unavailable, shard_timeout, shard_retry, shard_rejected).
-boost::asio::awaitable<core::result<void>> async_apply_ops(mariadb_conn& conn, const core::shard_map& map,
+// of the models' apply functions (shard_unavailable, shard_timeout, shard_retry, shard_rejected;
+// counters also undeclared and op_expired).
+boost::asio::awaitable<core::result<void>> async_apply_ops(mariadb_conn& conn, const apply_context& ctx,
                                                            core::shard_index shard,
                                                            std::span<const core::op* const> ops);
 

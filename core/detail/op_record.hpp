@@ -37,4 +37,14 @@ std::uint32_t field_count(const node_op& n) noexcept;
 void pack_fields(record_packer& pk, const node_op& n);
 result<node_op> unpack_node(record_fields f);
 
+// Cell writes (core/cell_codec.cpp).
+std::uint32_t field_count(const cell_op& c) noexcept;
+void pack_fields(record_packer& pk, const cell_op& c);
+result<cell_op> unpack_cell(record_fields f);
+
+// Counter increments (core/counter_codec.cpp).
+std::uint32_t field_count(const counter_op& c) noexcept;
+void pack_fields(record_packer& pk, const counter_op& c);
+result<counter_op> unpack_counter(record_fields f);
+
 }  // namespace cairn::core::detail

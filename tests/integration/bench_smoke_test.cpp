@@ -130,16 +130,17 @@ TEST_F(bench_smoke, drain_and_restart_drive_their_own_cairnd) {
 }
 
 TEST_F(bench_smoke, sustained_searches_a_rate_with_apply_on_and_reports_memory) {
-    // A tiny search: 200, 400, 800 writes/s for 1 s each (an idle cairnd keeps up with all of
-    // them), then a 2 s soak at the best; direct is the closed-loop baseline.
+    // A tiny search: 50, 100, 200, 400 writes/s for 1 s each, then a 2 s soak at the best;
+    // direct is the closed-loop baseline. The floor is low on purpose: under ASan on a busy
+    // 2-core machine cairnd has been seen at 138 writes/s here; a broken search reports 0.
     const std::string common = fmt::format("--cairnd '{}' --cairnd-config '{}' --work-dir '{}' --shards {} --concurrency 4 "
-                                           "--duration 1 --rate 200 --rate-max 800",
+                                           "--duration 1 --rate 50 --rate-max 400",
                                            CAIRN_CAIRND_PATH, config_, dir_ + "/work", shard_list());
     auto j = run_bench("sustained-cairn", fmt::format("--scenario sustained --target cairn-http {}", common));
     expect_sane(j, "sustained-cairn");
     const auto& x = j["extra"];
-    EXPECT_GE(x["sustained_rate"].get<double>(), 200.0) << j.dump(2);
-    EXPECT_LE(x["sustained_rate"].get<double>(), 800.0);
+    EXPECT_GE(x["sustained_rate"].get<double>(), 25.0) << j.dump(2);
+    EXPECT_LE(x["sustained_rate"].get<double>(), 400.0);
     EXPECT_GE(x["steps"].get<double>(), 1.0);
     EXPECT_GT(x["peak_rss_mib"].get<double>(), 1.0);   // sampled from /proc/<pid>/status
     EXPECT_LT(x["peak_rss_mib"].get<double>(), 4096.0);

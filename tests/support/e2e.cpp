@@ -36,8 +36,11 @@ std::optional<simple_reply> http_request(std::uint16_t port, const std::string& 
     return to_simple(c.send(http::string_to_verb(method), target, body));
 }
 
-std::optional<simple_reply> http_connection::post(const std::string& target, const std::string& body) {
-    return to_simple(client_->send(http::verb::post, target, body, {{"Content-Type", "application/json"}}));
+std::optional<simple_reply> http_connection::post(const std::string& target, const std::string& body,
+                                                  const std::map<std::string, std::string>& headers) {
+    header_list h(headers.begin(), headers.end());
+    h.emplace_back("Content-Type", "application/json");
+    return to_simple(client_->send(http::verb::post, target, body, h));
 }
 
 std::optional<nlohmann::json> readiness(std::uint16_t port) {

@@ -33,7 +33,8 @@ std::optional<simple_reply> http_request(std::uint16_t port, const std::string& 
 class http_connection {
 public:
     explicit http_connection(std::uint16_t port) : client_(std::make_unique<http_client>(port)) {}
-    std::optional<simple_reply> post(const std::string& target, const std::string& body);
+    std::optional<simple_reply> post(const std::string& target, const std::string& body,
+                                     const std::map<std::string, std::string>& headers = {});
 
 private:
     std::unique_ptr<http_client> client_;

@@ -1,0 +1,19 @@
+// The one way untrusted JSON is parsed: simdjson with cairn's depth limit, on this thread's
+// parser. Included only by the files that read JSON bodies (it pulls in simdjson).
+#pragma once
+
+#include "net/edge_json.hpp"
+
+#include <simdjson.h>
+
+#include <optional>
+#include <string_view>
+
+namespace cairn::net::detail {
+
+inline constexpr std::size_t json_depth_max = 8;
+
+// Parses body into root (valid until this thread parses again), or says why it is not JSON.
+std::optional<input_error> parse_json(std::string_view body, simdjson::dom::element& root);
+
+}  // namespace cairn::net::detail
