@@ -120,6 +120,7 @@ int main(int argc, char** argv) {
     asio::io_context ioc(static_cast<int>(cfg.threads));
     const auto counters = std::make_shared<const core::counter_catalog>(cfg.counters);
     const auto cells = std::make_shared<const core::cell_config>(cfg.cells);
+    const auto entities = std::make_shared<const core::entity_config>(cfg.entities);
     const auto map = core::shard_map::equal_ranges(static_cast<std::uint32_t>(cfg.shards.size()));
     std::vector<std::unique_ptr<shards::pool>> read_pools;
     std::vector<std::unique_ptr<shards::pool>> apply_pools;
@@ -148,6 +149,7 @@ int main(int argc, char** argv) {
         wo.paused = cfg.apply_paused;
         wo.counters = counters;
         wo.cells = cells;
+        wo.entities = entities;
         workers.push_back(
             std::make_unique<shards::apply_worker>(ioc.get_executor(), jn, map, *apply_pools.back(), wo, metrics));
         auto* w = workers.back().get();
@@ -162,7 +164,7 @@ int main(int argc, char** argv) {
         for (auto& w : workers) w->notify();
     });
 
-    net::gateway gw{jn, clock, map, {}, {}, cfg.lim, metrics, {}, counters.get(), cells.get()};
+    net::gateway gw{jn, clock, map, {}, {}, cfg.lim, metrics, {}, counters.get(), cells.get(), entities.get()};
     for (auto& p : read_pools) gw.read_pools.push_back(p.get());
     for (auto& w : workers) gw.workers.push_back(w.get());
     for (auto& b : get_batchers) gw.get_batchers.push_back(b.get());
@@ -172,6 +174,7 @@ int main(int argc, char** argv) {
     net::add_set_routes(router, gw);
     net::add_counter_routes(router, gw);
     net::add_cell_routes(router, gw);
+    net::add_entity_routes(router, gw);
     net::add_admin_routes(router, gw);
     net::auth auth(cfg.tokens);
     net::server_options so;

@@ -35,7 +35,7 @@ result<cell_op> unpack_cell(record_fields f) {
     c.ref_key = f[3].as<std::int64_t>();
     c.body = bin_of(f[4]);
     if (!valid_cell_table(c.table) || c.row_key.size() != 16 || !valid_cell_column(c.column) || c.body.empty() ||
-        c.body.size() > cell_body_bytes_max) {
+        c.body.size() > stored_body_bytes_max) {
         return errc::journal_corrupt;
     }
     return c;

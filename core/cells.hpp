@@ -8,7 +8,7 @@
 // already holds a different body; the rule decides the rest (writes racing through journals).
 #pragma once
 
-#include "core/result.hpp"
+#include "core/document.hpp"
 
 #include <array>
 #include <cstdint>
@@ -21,17 +21,8 @@ namespace cairn::core {
 
 enum class model : std::uint8_t;
 
-// A 16-byte key (cells' row_key, entities' id): 32 hex digits, or UUID text
-// (8-4-4-4-12 hex digits); either case. Rendered as lowercase UUID text.
-using id16 = std::array<unsigned char, 16>;
-std::optional<id16> parse_id16(std::string_view text) noexcept;
-std::string format_id16(const id16& id);
-std::string_view id16_bytes(const id16& id) noexcept;
-
 inline constexpr std::size_t cell_column_bytes_max = 64;
 inline constexpr std::size_t cell_table_bytes_max = 32;
-// A stored body, prefix byte included: it must fit in a journal record with the cell's key.
-inline constexpr std::size_t cell_body_bytes_max = 60 * 1024;
 
 struct cell_op {
     static constexpr model kind = static_cast<model>(4);  // model::cell
@@ -39,23 +30,13 @@ struct cell_op {
     std::string row_key;   // 16 bytes
     std::string column;    // 1..64 bytes of [A-Za-z0-9_.-]
     std::int64_t ref_key = 0;
-    std::string body;      // encoded (encode_cell_body)
+    std::string body;      // stored (core::encode_body)
 
     friend bool operator==(const cell_op&, const cell_op&) = default;
 };
 
 bool valid_cell_table(std::string_view table) noexcept;
 bool valid_cell_column(std::string_view column) noexcept;
-
-// Stored body: one format byte, then the payload. 0: msgpack as is; 1: zstd of the msgpack.
-enum class body_format : std::uint8_t { msgpack = 0, zstd_msgpack = 1 };
-
-// msgpack bytes -> stored body: compressed (zstd level 3) when at least compress_min bytes and
-// smaller compressed. Deterministic: the same msgpack gives the same stored bytes.
-std::string encode_cell_body(std::string_view msgpack, std::size_t compress_min);
-// Stored body -> msgpack bytes. Errors: journal_corrupt (unknown format, bad zstd frame, or
-// decompressed size over decoded_max).
-result<std::string> decode_cell_body(std::string_view stored, std::size_t decoded_max);
 
 // The winner of two stored versions of one cell (the rule above): true if (ts_a, body_a) wins.
 constexpr bool cell_version_wins(std::uint64_t ts_a, std::string_view body_a, std::uint64_t ts_b,

@@ -68,6 +68,7 @@ result<op> decode_op(std::span<const char> bytes) {
         switch (static_cast<model>(f[3].as<std::uint8_t>())) {
             case model::edge: return finish(std::move(out), detail::unpack_edge(fields));
             case model::node: return finish(std::move(out), detail::unpack_node(fields));
+            case model::entity: return finish(std::move(out), detail::unpack_entity(fields));
             case model::cell: return finish(std::move(out), detail::unpack_cell(fields));
             case model::counter: return finish(std::move(out), detail::unpack_counter(fields));
             default: return errc::journal_corrupt;

@@ -209,6 +209,29 @@ std::string parse_cells(const toml::table& t, cell_config& c) {
     return {};
 }
 
+// [entities]: kinds = ["entry", ...], compress_bytes_min.
+std::string parse_entities(const toml::table& t, entity_config& c) {
+    table_reader r(t, "entities");
+    r.integer("compress_bytes_min", c.compress_bytes_min, 0, std::int64_t{1} << 30);
+    r.skip("kinds");
+    r.check_unknown();
+    if (!r.error().empty()) return r.error();
+    if (const toml::node* n = t.get("kinds")) {
+        const toml::array* arr = n->as_array();
+        if (!arr) return "entities.kinds: must be an array of kind names";
+        for (std::size_t i = 0; i < arr->size(); ++i) {
+            const auto name = (*arr)[i].value<std::string>();
+            if (!name || !valid_entity_kind(*name)) {
+                return fmt::format("entities.kinds[{}]: must be 1 to 32 characters of a-z, 0-9 and _, starting with a letter", i);
+            }
+            if (c.declared(*name)) return fmt::format("entities.kinds[{}]: '{}' is declared twice", i, *name);
+            c.kinds.push_back(*name);
+        }
+        if (c.kinds.size() > 256) return "entities.kinds: at most 256 kinds";
+    }
+    return {};
+}
+
 }  // namespace
 
 config default_config() {
@@ -241,7 +264,7 @@ config_result parse_config(std::string_view text, std::string_view source_name) 
         c.log_level != "error") {
         top.fail("log_level: must be one of trace, debug, info, warn, error");
     }
-    for (auto k : {"listen", "journal", "apply", "limits", "shards", "tokens", "counters", "cells"}) top.skip(k);
+    for (auto k : {"listen", "journal", "apply", "limits", "shards", "tokens", "counters", "cells", "entities"}) top.skip(k);
     top.check_unknown();
     first_error(top.error());
 
@@ -326,6 +349,7 @@ config_result parse_config(std::string_view text, std::string_view source_name) 
     }
     if (auto* t = sub_table(root, "counters", error)) first_error(parse_counters(*t, c.counters));
     if (auto* t = sub_table(root, "cells", error)) first_error(parse_cells(*t, c.cells));
+    if (auto* t = sub_table(root, "entities", error)) first_error(parse_entities(*t, c.entities));
     if (const toml::node* n = root.get("tokens")) {
         const toml::array* arr = n->as_array();
         if (!arr) {

@@ -4,6 +4,7 @@
 
 #include "core/cells.hpp"
 #include "core/counters.hpp"
+#include "core/entities.hpp"
 #include "core/limits.hpp"
 
 #include <boost/outcome/result.hpp>
@@ -47,6 +48,7 @@ struct config {
     limits lim;
     counter_catalog counters;  // [counters] and [[counters.metrics]]
     cell_config cells;         // [cells]
+    entity_config entities;    // [entities]
 };
 
 using config_result = boost::outcome_v2::result<config, std::string, boost::outcome_v2::policy::terminate>;

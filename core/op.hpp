@@ -8,6 +8,7 @@
 
 #include "core/cells.hpp"
 #include "core/counters.hpp"
+#include "core/entities.hpp"
 #include "core/node_op.hpp"
 
 #include <cstdint>
@@ -41,10 +42,11 @@ struct edge_op {
     friend bool operator==(const edge_op&, const edge_op&) = default;
 };
 
-using op_body = std::variant<edge_op, node_op, cell_op, counter_op>;
+using op_body = std::variant<edge_op, node_op, entity_op, cell_op, counter_op>;
 static_assert(node_op::kind == model::node);
 static_assert(counter_op::kind == model::counter);
 static_assert(cell_op::kind == model::cell);
+static_assert(entity_op::kind == model::entity);
 
 struct op {
     std::uint64_t op_id = 0;  // node id and journal seq; unique across gateways

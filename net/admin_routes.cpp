@@ -6,6 +6,7 @@
 #include "core/edge_rules.hpp"
 #include "journal/journal.hpp"
 #include "net/detail/applied_wait.hpp"
+#include "net/detail/body_json.hpp"
 #include "net/detail/json_escape.hpp"
 #include "net/cell_json.hpp"
 #include "net/counter_json.hpp"
@@ -91,6 +92,12 @@ json op_json(const gateway& gw, const core::op& o) {
         json j = json::parse(render_counter_op(gw.counters ? *gw.counters : none, *c));
         j["model"] = "counter";
         j["ts"] = core::hlc_ms(o.ts);
+        return j;
+    }
+    if (const auto* e = std::get_if<core::entity_op>(&o.body)) {
+        json j{{"model", "entity"}, {"kind", e->entity_kind}, {"id", core::format_id16_bytes(e->id)},
+               {"deleted", e->deleted}, {"ts", core::hlc_ms(o.ts)}};
+        if (!e->deleted) j["body"] = json::parse(detail::stored_body_json(e->body).value_or("null"));
         return j;
     }
     if (const auto* c = std::get_if<core::cell_op>(&o.body)) {
@@ -194,8 +201,8 @@ struct dead_filter {
 };
 
 std::optional<input_error> check_model(const std::optional<std::string>& model) {
-    if (model && *model != "edge" && *model != "node" && *model != "cell" && *model != "counter") {
-        return input_error{"model", "must be \"edge\", \"node\", \"cell\" or \"counter\""};
+    if (model && *model != "edge" && *model != "node" && *model != "entity" && *model != "cell" && *model != "counter") {
+        return input_error{"model", "must be \"edge\", \"node\", \"entity\", \"cell\" or \"counter\""};
     }
     return std::nullopt;
 }

@@ -1,9 +1,8 @@
 #include "net/cell_json.hpp"
 
+#include "net/detail/body_json.hpp"
 #include "net/detail/json_escape.hpp"
 #include "net/detail/json_parse.hpp"
-
-#include <msgpack.hpp>
 
 #include <fmt/format.h>
 
@@ -12,94 +11,6 @@
 
 namespace cairn::net {
 namespace {
-
-struct string_writer {
-    std::string& out;
-    void write(const char* data, std::size_t size) { out.append(data, size); }
-};
-using packer = msgpack::packer<string_writer>;
-
-// Canonical msgpack of a JSON value: object members sorted by key (simdjson's parser already
-// refused duplicate-free input is not guaranteed: a repeated key keeps its last value).
-void pack_json(packer& pk, const simdjson::dom::element& v) {
-    switch (v.type()) {
-        case simdjson::dom::element_type::OBJECT: {
-            std::vector<std::pair<std::string_view, simdjson::dom::element>> members;
-            const simdjson::dom::object obj = v.get_object().value_unsafe();
-            for (auto [key, value] : obj) members.emplace_back(key, value);
-            std::stable_sort(members.begin(), members.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-            // Repeated keys: the last one written wins, as in most JSON readers.
-            std::vector<std::pair<std::string_view, simdjson::dom::element>> unique;
-            for (auto& m : members) {
-                if (!unique.empty() && unique.back().first == m.first) {
-                    unique.back() = m;
-                } else {
-                    unique.push_back(m);
-                }
-            }
-            pk.pack_map(static_cast<std::uint32_t>(unique.size()));
-            for (const auto& [key, value] : unique) {
-                pk.pack_str(static_cast<std::uint32_t>(key.size()));
-                pk.pack_str_body(key.data(), static_cast<std::uint32_t>(key.size()));
-                pack_json(pk, value);
-            }
-            return;
-        }
-        case simdjson::dom::element_type::ARRAY: {
-            const simdjson::dom::array arr = v.get_array().value_unsafe();
-            pk.pack_array(static_cast<std::uint32_t>(arr.size()));
-            for (auto el : arr) pack_json(pk, el);
-            return;
-        }
-        case simdjson::dom::element_type::STRING: {
-            const std::string_view s = v.get_string().value_unsafe();
-            pk.pack_str(static_cast<std::uint32_t>(s.size()));
-            pk.pack_str_body(s.data(), static_cast<std::uint32_t>(s.size()));
-            return;
-        }
-        case simdjson::dom::element_type::INT64: pk.pack(v.get_int64().value_unsafe()); return;
-        case simdjson::dom::element_type::UINT64: pk.pack(v.get_uint64().value_unsafe()); return;
-        case simdjson::dom::element_type::DOUBLE: pk.pack(v.get_double().value_unsafe()); return;
-        case simdjson::dom::element_type::BOOL: pk.pack(v.get_bool().value_unsafe()); return;
-        case simdjson::dom::element_type::NULL_VALUE: pk.pack_nil(); return;
-    }
-}
-
-bool append_json(std::string& out, const msgpack::object& o) {
-    switch (o.type) {
-        case msgpack::type::NIL: out += "null"; return true;
-        case msgpack::type::BOOLEAN: out += o.via.boolean ? "true" : "false"; return true;
-        case msgpack::type::POSITIVE_INTEGER: fmt::format_to(std::back_inserter(out), "{}", o.via.u64); return true;
-        case msgpack::type::NEGATIVE_INTEGER: fmt::format_to(std::back_inserter(out), "{}", o.via.i64); return true;
-        case msgpack::type::FLOAT32:
-        case msgpack::type::FLOAT64:
-            // Shortest text that reads back as the same double; JSON input has no NaN or infinity.
-            fmt::format_to(std::back_inserter(out), "{}", o.via.f64);
-            return true;
-        case msgpack::type::STR: detail::append_json_string(out, std::string_view(o.via.str.ptr, o.via.str.size)); return true;
-        case msgpack::type::ARRAY:
-            out += '[';
-            for (std::uint32_t i = 0; i < o.via.array.size; ++i) {
-                if (i) out += ',';
-                if (!append_json(out, o.via.array.ptr[i])) return false;
-            }
-            out += ']';
-            return true;
-        case msgpack::type::MAP:
-            out += '{';
-            for (std::uint32_t i = 0; i < o.via.map.size; ++i) {
-                const auto& kv = o.via.map.ptr[i];
-                if (kv.key.type != msgpack::type::STR) return false;
-                if (i) out += ',';
-                detail::append_json_string(out, std::string_view(kv.key.via.str.ptr, kv.key.via.str.size));
-                out += ':';
-                if (!append_json(out, kv.val)) return false;
-            }
-            out += '}';
-            return true;
-        default: return false;  // bin and ext never come from JSON
-    }
-}
 
 std::optional<std::int64_t> int64_of(const simdjson::dom::element& v) {
     if (v.is_int64()) return v.get_int64().value_unsafe();
@@ -140,16 +51,9 @@ std::variant<core::op, input_error> parse_one(const core::cell_config& cfg, std:
             c.ref_key = *r;
             have_ref = true;
         } else if (key == "body") {
-            if (!value.is_object()) return input_error{field_name(prefix, key), "must be a JSON object"};
-            std::string packed;
-            string_writer w{packed};
-            packer pk(w);
-            pack_json(pk, value);
-            c.body = core::encode_cell_body(packed, cfg.compress_bytes_min);
-            if (c.body.size() > core::cell_body_bytes_max) {
-                return input_error{field_name(prefix, key), fmt::format("is {} bytes stored; at most {} are allowed",
-                                                                        c.body.size(), core::cell_body_bytes_max)};
-            }
+            auto stored = detail::stored_body_of(value, field_name(prefix, key), cfg.compress_bytes_min);
+            if (auto* err = std::get_if<input_error>(&stored)) return std::move(*err);
+            c.body = std::get<std::string>(std::move(stored));
             have_body = true;
         } else {
             return input_error{field_name(prefix, key), "is not a known field of a cell (row_key, column, ref_key, body)"};
@@ -196,22 +100,6 @@ std::variant<std::vector<core::op>, input_error> parse_cell_writes(const core::c
     return ops;
 }
 
-std::optional<std::string> cell_body_json(std::string_view stored) {
-    auto packed = core::decode_cell_body(stored, 16 * core::cell_body_bytes_max);
-    if (!packed) return std::nullopt;
-    try {
-        const msgpack::unpack_limit limit(1 << 16, 1 << 16, packed.value().size(), 0, 0, 64);
-        std::size_t offset = 0;
-        auto oh = msgpack::unpack(packed.value().data(), packed.value().size(), offset, nullptr, nullptr, limit);
-        if (offset != packed.value().size()) return std::nullopt;
-        std::string out;
-        if (!append_json(out, oh.get())) return std::nullopt;
-        return out;
-    } catch (const std::exception&) {
-        return std::nullopt;
-    }
-}
-
 std::string render_cell(std::string_view table, std::string_view row_key, std::string_view column, std::int64_t ref_key,
                         std::string_view stored_body, std::uint64_t ts, std::uint64_t added_id) {
     core::id16 id{};
@@ -219,7 +107,7 @@ std::string render_cell(std::string_view table, std::string_view row_key, std::s
     std::string out = fmt::format(R"({{"table":"{}","row_key":"{}","column":)", table, core::format_id16(id));
     detail::append_json_string(out, column);
     fmt::format_to(std::back_inserter(out), R"(,"ref_key":{},"body":{},"ts":"{}","ts_ms":{},"added_id":{}}})", ref_key,
-                   cell_body_json(stored_body).value_or("null"), ts, core::hlc_ms(ts), added_id);
+                   detail::stored_body_json(stored_body).value_or("null"), ts, core::hlc_ms(ts), added_id);
     return out;
 }
 

@@ -19,15 +19,11 @@ namespace cairn::net {
 // Parses the body of POST /v1/cells/{table}: one cell, or {"cells": [...]} with 1 to
 // batch_ops_max. A cell: {"row_key": 32 hex digits or UUID text, "column": 1..64 of
 // [A-Za-z0-9_.-], "ref_key": int64 (number or decimal string), "body": a JSON object}. The
-// stored body (msgpack, zstd above cfg.compress_bytes_min) must fit core::cell_body_bytes_max.
+// stored body (net/detail/body_json.hpp) must fit core::stored_body_bytes_max.
 // Each op is stamped with clock.now().
 std::variant<std::vector<core::op>, input_error> parse_cell_writes(const core::cell_config& cfg, std::string_view table,
                                                                    std::string_view body, core::hlc& clock,
                                                                    std::size_t batch_ops_max);
-
-// A stored body as JSON text (the object the client wrote, keys sorted); nullopt if it does
-// not decode.
-std::optional<std::string> cell_body_json(std::string_view stored);
 
 // {"table","row_key" (UUID text),"column","ref_key","body":{..},"ts":"..","ts_ms":..,"added_id":..}
 std::string render_cell(std::string_view table, std::string_view row_key, std::string_view column, std::int64_t ref_key,

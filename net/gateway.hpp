@@ -5,6 +5,7 @@
 
 #include "core/cells.hpp"
 #include "core/counters.hpp"
+#include "core/entities.hpp"
 #include "core/hlc.hpp"
 #include "core/limits.hpp"
 #include "core/metrics.hpp"
@@ -35,6 +36,7 @@ struct gateway {
     std::vector<shards::edge_get_batcher*> get_batchers = {};  // index = shard; point reads of one edge
     const core::counter_catalog* counters = nullptr;             // the declared counter metrics (none: nullptr)
     const core::cell_config* cells = nullptr;                    // the declared cell tables (none: nullptr)
+    const core::entity_config* entities = nullptr;               // the declared entity kinds (none: nullptr)
 };
 
 }  // namespace cairn::net

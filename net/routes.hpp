@@ -18,5 +18,7 @@ void add_set_routes(router& r, gateway& gw);
 void add_counter_routes(router& r, gateway& gw);
 // Cells (issue 6): POST /v1/cells/{table}; GET .../{row_key}[/{column}[/versions | /{ref_key}]].
 void add_cell_routes(router& r, gateway& gw);
+// Entities (issue 5): PUT, GET and DELETE /v1/entities/{kind}/{id}.
+void add_entity_routes(router& r, gateway& gw);
 
 }  // namespace cairn::net

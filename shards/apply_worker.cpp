@@ -72,6 +72,7 @@ apply_worker::apply_worker(asio::any_io_executor ex, journal::journal& j, const 
     if (!opts_.wall_ms) opts_.wall_ms = core::system_wall_clock_ms;
     if (!opts_.counters) opts_.counters = std::make_shared<const core::counter_catalog>();
     if (!opts_.cells) opts_.cells = std::make_shared<const core::cell_config>();
+    if (!opts_.entities) opts_.entities = std::make_shared<const core::entity_config>();
     applied_seq_ = journal_.cursor(opts_.shard);
     m_applied_seq_.set(static_cast<double>(applied_seq_.load()));
 }
@@ -165,7 +166,7 @@ std::chrono::milliseconds apply_worker::retry_delay(std::uint32_t attempts) {
 
 asio::awaitable<core::result<void>> apply_worker::async_apply(mariadb_conn& conn,
                                                               std::span<const core::op* const> ops) {
-    const apply_context ctx{map_, *opts_.counters, *opts_.cells, now_ms()};
+    const apply_context ctx{map_, *opts_.counters, *opts_.cells, *opts_.entities, now_ms()};
     co_return co_await async_apply_ops(conn, ctx, opts_.shard, ops);
 }
 
@@ -173,7 +174,8 @@ asio::awaitable<void> apply_worker::async_ensure_schema() {
     while (!stopping_) {
         auto lease = co_await pool_.async_acquire();
         if (lease) {
-            auto r = co_await async_create_schema(*lease.value(), *opts_.counters, *opts_.cells);
+            const apply_context ctx{map_, *opts_.counters, *opts_.cells, *opts_.entities, now_ms()};
+            auto r = co_await async_create_schema(*lease.value(), ctx);
             if (r) {
                 shard_up_ = true;
                 m_up_.set(1);

@@ -8,6 +8,7 @@
 
 #include "core/cells.hpp"
 #include "core/counters.hpp"
+#include "core/entities.hpp"
 #include "core/limits.hpp"
 #include "core/metrics.hpp"
 #include "core/op.hpp"
@@ -44,6 +45,7 @@ struct apply_worker_options {
     std::function<std::uint64_t()> wall_ms;  // default: core::system_wall_clock_ms
     std::shared_ptr<const core::counter_catalog> counters;  // default: none declared
     std::shared_ptr<const core::cell_config> cells;         // default: none declared
+    std::shared_ptr<const core::entity_config> entities;    // default: none declared
 };
 
 class apply_worker {

@@ -25,6 +25,7 @@ struct apply_context {
     const core::shard_map& map;
     const core::counter_catalog& counters;
     const core::cell_config& cells;
+    const core::entity_config& entities;
     std::uint64_t now_ms = 0;
 };
 
@@ -32,9 +33,8 @@ struct apply_context {
 std::vector<core::shard_index> shards_of(const core::op& o, const core::shard_map& map);
 bool touches_shard(const core::op& o, const core::shard_map& map, core::shard_index shard);
 
-// Creates every model's tables if missing (counters and cells: the declared ones). Errors: those of mariadb_conn.
-boost::asio::awaitable<core::result<void>> async_create_schema(mariadb_conn& conn, const core::counter_catalog& counters,
-                                                               const core::cell_config& cells);
+// Creates every model's tables if missing (counters and cells: the declared ones; ctx.now_ms unused). Errors: those of mariadb_conn.
+boost::asio::awaitable<core::result<void>> async_create_schema(mariadb_conn& conn, const apply_context& ctx);
 
 // Applies the rows of ops that live on `shard` (ops of several models: each model's ops in
 // their own transaction, in the order of the models' first ops). Idempotent and commutative,

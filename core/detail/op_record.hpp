@@ -37,6 +37,11 @@ std::uint32_t field_count(const node_op& n) noexcept;
 void pack_fields(record_packer& pk, const node_op& n);
 result<node_op> unpack_node(record_fields f);
 
+// Entity writes (core/entity_codec.cpp).
+std::uint32_t field_count(const entity_op& e) noexcept;
+void pack_fields(record_packer& pk, const entity_op& e);
+result<entity_op> unpack_entity(record_fields f);
+
 // Cell writes (core/cell_codec.cpp).
 std::uint32_t field_count(const cell_op& c) noexcept;
 void pack_fields(record_packer& pk, const cell_op& c);

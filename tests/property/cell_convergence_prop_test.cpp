@@ -32,7 +32,7 @@ rc::Gen<core::op> gen_cell_write() {
         c.ref_key = *rc::gen::inRange<std::int64_t>(1, 3);
         // Bodies: tiny ones stored as is, a long repetitive one stored compressed.
         const auto n = *rc::gen::element<std::size_t>(1, 2, 700);
-        c.body = core::encode_cell_body(std::string(n, *rc::gen::element('a', 'b')), 512);
+        c.body = core::encode_body(std::string(n, *rc::gen::element('a', 'b')), 512);
         core::op o;
         o.ts = core::hlc_make(1'795'392'000'000 + *rc::gen::inRange<std::uint64_t>(0, 3), 0, 1);
         o.body = std::move(c);
@@ -63,12 +63,13 @@ TEST(cell_convergence, competing_writes_in_any_order_end_in_the_smallest_version
     const core::counter_catalog counters;
     core::cell_config cells;
     cells.tables = {"users", "schools"};
+    const core::entity_config entities;
     asio::io_context ioc;
     std::vector<std::unique_ptr<shards::mariadb_conn>> conns;
     for (std::size_t i = 0; i < 2; ++i) {
         conns.push_back(std::make_unique<shards::mariadb_conn>(ioc.get_executor(), test::params_for(endpoints[i], db)));
         ASSERT_TRUE(test::run_on(ioc, conns.back()->async_connect()));
-        ASSERT_TRUE(test::run_on(ioc, shards::async_create_schema(*conns.back(), counters, cells)));
+        ASSERT_TRUE(test::run_on(ioc, shards::async_create_schema(*conns.back(), {map, counters, cells, entities, 0})));
     }
 
     const bool ok = rc::check("cell writes converge to the model on two shards", [&] {
@@ -86,7 +87,7 @@ TEST(cell_convergence, competing_writes_in_any_order_end_in_the_smallest_version
                 for (std::size_t i = at; i < std::min(applied.size(), at + n); ++i) {
                     if (shards::touches_shard(applied[i], map, s)) batch.push_back(&applied[i]);
                 }
-                const shards::apply_context ctx{map, counters, cells, 0};
+                const shards::apply_context ctx{map, counters, cells, entities, 0};
                 RC_ASSERT(test::run_on(ioc, shards::async_apply_ops(*conns[s], ctx, s, batch)).has_value());
             }
             at += n;

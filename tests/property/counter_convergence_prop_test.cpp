@@ -72,6 +72,7 @@ struct fixture {
     core::shard_map map = core::shard_map::equal_ranges(2);
     core::counter_catalog catalog = test::counter_example_catalog();
     core::cell_config cells;
+    core::entity_config entities;
     std::vector<std::unique_ptr<shards::mariadb_conn>> conns;
 
     void connect() {
@@ -79,11 +80,11 @@ struct fixture {
         for (std::size_t i = 0; i < 2; ++i) {
             conns.push_back(std::make_unique<shards::mariadb_conn>(ioc.get_executor(), test::params_for(endpoints[i], db)));
             ASSERT_TRUE(test::run_on(ioc, conns.back()->async_connect()));
-            ASSERT_TRUE(test::run_on(ioc, shards::async_create_schema(*conns.back(), catalog, cells)));
+            ASSERT_TRUE(test::run_on(ioc, shards::async_create_schema(*conns.back(), {map, catalog, cells, entities, 0})));
         }
     }
     core::result<void> apply(core::shard_index s, std::span<const core::op* const> batch, std::uint64_t now_ms) {
-        const shards::apply_context ctx{map, catalog, cells, now_ms};
+        const shards::apply_context ctx{map, catalog, cells, entities, now_ms};
         return test::run_on(ioc, shards::async_apply_ops(*conns[s], ctx, s, batch));
     }
     table_rows dump() {

@@ -32,22 +32,22 @@ TEST(cell_bodies, stored_bodies_round_trip_and_compress_only_when_it_pays) {
     EXPECT_TRUE(rc::check("decode(encode(b)) == b, deterministic", [] {
         const auto body = *rc::gen::container<std::string>(rc::gen::oneOf(rc::gen::just('a'), rc::gen::arbitrary<char>()));
         const auto min = *rc::gen::inRange<std::size_t>(0, 64);
-        const auto stored = encode_cell_body(body, min);
-        RC_ASSERT(stored == encode_cell_body(body, min));
+        const auto stored = encode_body(body, min);
+        RC_ASSERT(stored == encode_body(body, min));
         RC_ASSERT(stored.size() <= body.size() + 1);
-        auto back = decode_cell_body(stored, body.size() + 1);
+        auto back = decode_body(stored, body.size() + 1);
         RC_ASSERT(back.has_value());
         RC_ASSERT(back.value() == body);
     }));
     const std::string repetitive(4000, 'x');
-    const auto stored = encode_cell_body(repetitive, 512);
+    const auto stored = encode_body(repetitive, 512);
     EXPECT_EQ(stored[0], static_cast<char>(body_format::zstd_msgpack));
     EXPECT_LT(stored.size(), 100u);
-    EXPECT_EQ(encode_cell_body(repetitive, 5000)[0], static_cast<char>(body_format::msgpack));
+    EXPECT_EQ(encode_body(repetitive, 5000)[0], static_cast<char>(body_format::msgpack));
     // A decompression bomb is refused by its declared size; garbage is corrupt, never a crash.
-    EXPECT_FALSE(decode_cell_body(stored, 3999).has_value());
-    EXPECT_FALSE(decode_cell_body(std::string("\x01garbage", 8), 1 << 20).has_value());
-    EXPECT_FALSE(decode_cell_body(std::string("\x07", 1), 1 << 20).has_value());
+    EXPECT_FALSE(decode_body(stored, 3999).has_value());
+    EXPECT_FALSE(decode_body(std::string("\x01garbage", 8), 1 << 20).has_value());
+    EXPECT_FALSE(decode_body(std::string("\x07", 1), 1 << 20).has_value());
 }
 
 TEST(cell_rule, the_smaller_ts_then_body_wins_so_any_order_ends_alike) {
@@ -73,7 +73,7 @@ TEST(cell_codec, a_cell_write_round_trips_through_a_journal_record) {
     o.op_id = make_op_id(2, 9);
     o.ts = hlc_make(1'795'392'000'000, 1, 2);
     const auto id = *parse_id16("0123456789abcdef0123456789abcdef");
-    o.body = cell_op{"users", std::string(id16_bytes(id)), "BASE", 7, encode_cell_body(std::string("\x81\xa1k\x01", 4), 512)};
+    o.body = cell_op{"users", std::string(id16_bytes(id)), "BASE", 7, encode_body(std::string("\x81\xa1k\x01", 4), 512)};
     const auto bytes = encode_op(o);
     auto back = decode_op(bytes);
     ASSERT_TRUE(back.has_value());

@@ -1,0 +1,140 @@
+#include "net/detail/body_json.hpp"
+
+#include "net/detail/json_escape.hpp"
+
+#include <msgpack.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace cairn::net::detail {
+namespace {
+
+struct string_writer {
+    std::string& out;
+    void write(const char* data, std::size_t size) { out.append(data, size); }
+};
+using packer = msgpack::packer<string_writer>;
+
+// Canonical msgpack of a JSON value: object members sorted by key; a repeated key keeps its
+// last value, as in most JSON readers.
+void pack_json(packer& pk, const simdjson::dom::element& v) {
+    switch (v.type()) {
+        case simdjson::dom::element_type::OBJECT: {
+            std::vector<std::pair<std::string_view, simdjson::dom::element>> members;
+            const simdjson::dom::object obj = v.get_object().value_unsafe();
+            for (auto [key, value] : obj) members.emplace_back(key, value);
+            std::stable_sort(members.begin(), members.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+            // Repeated keys: the last one written wins, as in most JSON readers.
+            std::vector<std::pair<std::string_view, simdjson::dom::element>> unique;
+            for (auto& m : members) {
+                if (!unique.empty() && unique.back().first == m.first) {
+                    unique.back() = m;
+                } else {
+                    unique.push_back(m);
+                }
+            }
+            pk.pack_map(static_cast<std::uint32_t>(unique.size()));
+            for (const auto& [key, value] : unique) {
+                pk.pack_str(static_cast<std::uint32_t>(key.size()));
+                pk.pack_str_body(key.data(), static_cast<std::uint32_t>(key.size()));
+                pack_json(pk, value);
+            }
+            return;
+        }
+        case simdjson::dom::element_type::ARRAY: {
+            const simdjson::dom::array arr = v.get_array().value_unsafe();
+            pk.pack_array(static_cast<std::uint32_t>(arr.size()));
+            for (auto el : arr) pack_json(pk, el);
+            return;
+        }
+        case simdjson::dom::element_type::STRING: {
+            const std::string_view s = v.get_string().value_unsafe();
+            pk.pack_str(static_cast<std::uint32_t>(s.size()));
+            pk.pack_str_body(s.data(), static_cast<std::uint32_t>(s.size()));
+            return;
+        }
+        case simdjson::dom::element_type::INT64: pk.pack(v.get_int64().value_unsafe()); return;
+        case simdjson::dom::element_type::UINT64: pk.pack(v.get_uint64().value_unsafe()); return;
+        case simdjson::dom::element_type::DOUBLE: pk.pack(v.get_double().value_unsafe()); return;
+        case simdjson::dom::element_type::BOOL: pk.pack(v.get_bool().value_unsafe()); return;
+        case simdjson::dom::element_type::NULL_VALUE: pk.pack_nil(); return;
+    }
+}
+
+bool append_json(std::string& out, const msgpack::object& o) {
+    switch (o.type) {
+        case msgpack::type::NIL: out += "null"; return true;
+        case msgpack::type::BOOLEAN: out += o.via.boolean ? "true" : "false"; return true;
+        case msgpack::type::POSITIVE_INTEGER: fmt::format_to(std::back_inserter(out), "{}", o.via.u64); return true;
+        case msgpack::type::NEGATIVE_INTEGER: fmt::format_to(std::back_inserter(out), "{}", o.via.i64); return true;
+        case msgpack::type::FLOAT32:
+        case msgpack::type::FLOAT64:
+            // Shortest text that reads back as the same double; JSON input has no NaN or infinity.
+            fmt::format_to(std::back_inserter(out), "{}", o.via.f64);
+            return true;
+        case msgpack::type::STR: append_json_string(out, std::string_view(o.via.str.ptr, o.via.str.size)); return true;
+        case msgpack::type::ARRAY:
+            out += '[';
+            for (std::uint32_t i = 0; i < o.via.array.size; ++i) {
+                if (i) out += ',';
+                if (!append_json(out, o.via.array.ptr[i])) return false;
+            }
+            out += ']';
+            return true;
+        case msgpack::type::MAP:
+            out += '{';
+            for (std::uint32_t i = 0; i < o.via.map.size; ++i) {
+                const auto& kv = o.via.map.ptr[i];
+                if (kv.key.type != msgpack::type::STR) return false;
+                if (i) out += ',';
+                append_json_string(out, std::string_view(kv.key.via.str.ptr, kv.key.via.str.size));
+                out += ':';
+                if (!append_json(out, kv.val)) return false;
+            }
+            out += '}';
+            return true;
+        default: return false;  // bin and ext never come from JSON
+    }
+}
+
+}  // namespace
+
+std::variant<std::string, input_error> stored_body_of(const simdjson::dom::element& value, const std::string& field,
+                                                      std::size_t compress_min) {
+    if (!value.is_object()) return input_error{field, "must be a JSON object"};
+    std::string packed;
+    string_writer w{packed};
+    packer pk(w);
+    pack_json(pk, value);
+    if (packed.size() > stored_body_decoded_max) {
+        return input_error{field, fmt::format("is {} bytes as msgpack; at most {} are allowed", packed.size(),
+                                              stored_body_decoded_max)};
+    }
+    auto stored = core::encode_body(packed, compress_min);
+    if (stored.size() > core::stored_body_bytes_max) {
+        return input_error{field, fmt::format("is {} bytes stored (msgpack, compressed); at most {} are allowed", stored.size(),
+                                              core::stored_body_bytes_max)};
+    }
+    return stored;
+}
+
+std::optional<std::string> stored_body_json(std::string_view stored) {
+    auto packed = core::decode_body(stored, stored_body_decoded_max);
+    if (!packed) return std::nullopt;
+    try {
+        const msgpack::unpack_limit limit(1 << 16, 1 << 16, packed.value().size(), 0, 0, 64);
+        std::size_t offset = 0;
+        auto oh = msgpack::unpack(packed.value().data(), packed.value().size(), offset, nullptr, nullptr, limit);
+        if (offset != packed.value().size()) return std::nullopt;
+        std::string out;
+        if (!append_json(out, oh.get())) return std::nullopt;
+        return out;
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+}  // namespace cairn::net::detail

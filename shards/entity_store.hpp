@@ -1,0 +1,49 @@
+// Entities on one shard (issue 5): the entities table, the apply transaction (last writer wins
+// by ts, tombstones) and point reads. The caller owns the connection and keeps it valid until
+// the awaitable completes. Any executor.
+#pragma once
+
+#include <utility>  // Boost 1.74's awaitable.hpp forgets it.
+
+#include "core/entities.hpp"
+#include "core/op.hpp"
+#include "core/result.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace cairn::shards {
+
+class mariadb_conn;
+
+// The entities table, if missing. Errors: those of mariadb_conn.
+boost::asio::awaitable<core::result<void>> async_create_entity_schema(mariadb_conn& conn);
+
+// Applies the entity ops (each on the shard of its id, the caller's) in one transaction: locks
+// the batch's rows, keeps the winner of each (core::entity_version_wins), writes the rows that
+// changed. (Index rows will join this transaction.) Errors: undeclared (a kind the config does
+// not declare) and those of mariadb_conn.
+boost::asio::awaitable<core::result<void>> async_apply_entities(mariadb_conn& conn, const core::entity_config& entities,
+                                                                std::span<const core::op* const> ops);
+
+struct stored_entity {
+    std::string kind;
+    std::string id;  // 16 bytes
+    std::uint64_t ts = 0;
+    bool deleted = false;
+    std::string body;  // stored; empty for a tombstone
+    friend bool operator==(const stored_entity&, const stored_entity&) = default;
+};
+
+// The rows of many ids of one kind (tombstones included): result[i] belongs to ids[i].
+boost::asio::awaitable<core::result<std::vector<std::optional<stored_entity>>>> async_get_entities(
+    mariadb_conn& conn, std::string kind, std::span<const std::string> ids);
+
+// Test helper: every row on the connection's shard, by (kind, id).
+boost::asio::awaitable<core::result<std::vector<stored_entity>>> async_dump_entities(mariadb_conn& conn);
+
+}  // namespace cairn::shards
