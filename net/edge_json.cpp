@@ -286,17 +286,33 @@ std::variant<set_request, input_error> parse_set_request(std::string_view body) 
     return out;
 }
 
-std::string render_edge(std::string_view graph, std::int64_t source_id, std::int64_t destination_id,
-                        const core::edge_row& row) {
-    return fmt::format(
-        R"({{"graph":"{}","source_id":{},"destination_id":{},"state":"{}","position":{},"ts":"{}","ts_ms":{}}})", graph,
-        source_id, destination_id, core::edge_state_name(row.state), row.position, row.ts, core::hlc_ms(row.ts));
+void append_int64(std::string& out, std::int64_t v, id_format f) {
+    if (f == id_format::string) {
+        fmt::format_to(std::back_inserter(out), "\"{}\"", v);
+    } else {
+        fmt::format_to(std::back_inserter(out), "{}", v);
+    }
 }
 
-std::string render_page_edge(bool forward, std::int64_t other_id, const core::edge_row& row) {
-    return fmt::format(R"({{"{}":{},"state":"{}","position":{},"ts":"{}","ts_ms":{}}})",
-                       forward ? "destination_id" : "source_id", other_id, core::edge_state_name(row.state),
-                       row.position, row.ts, core::hlc_ms(row.ts));
+std::string render_edge(std::string_view graph, std::int64_t source_id, std::int64_t destination_id,
+                        const core::edge_row& row, id_format ids) {
+    std::string out = fmt::format(R"({{"graph":"{}","source_id":)", graph);
+    append_int64(out, source_id, ids);
+    out += R"(,"destination_id":)";
+    append_int64(out, destination_id, ids);
+    fmt::format_to(std::back_inserter(out), R"(,"state":"{}","position":)", core::edge_state_name(row.state));
+    append_int64(out, row.position, ids);
+    fmt::format_to(std::back_inserter(out), R"(,"ts":"{}","ts_ms":{}}})", row.ts, core::hlc_ms(row.ts));
+    return out;
+}
+
+std::string render_page_edge(bool forward, std::int64_t other_id, const core::edge_row& row, id_format ids) {
+    std::string out = fmt::format(R"({{"{}":)", forward ? "destination_id" : "source_id");
+    append_int64(out, other_id, ids);
+    fmt::format_to(std::back_inserter(out), R"(,"state":"{}","position":)", core::edge_state_name(row.state));
+    append_int64(out, row.position, ids);
+    fmt::format_to(std::back_inserter(out), R"(,"ts":"{}","ts_ms":{}}})", row.ts, core::hlc_ms(row.ts));
+    return out;
 }
 
 }  // namespace cairn::net

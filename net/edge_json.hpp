@@ -70,12 +70,18 @@ std::variant<set_request, input_error> parse_set_request(std::string_view body);
 // Parses a non-negative 64-bit id from a path segment.
 std::optional<std::int64_t> parse_id(std::string_view text) noexcept;
 
+// How answers render 64-bit integers (ids and positions): JSON numbers (the default), or
+// decimal strings for clients whose numbers are doubles (JavaScript) — ?ids=string.
+enum class id_format : std::uint8_t { number, string };
+void append_int64(std::string& out, std::int64_t v, id_format f);
+
 // {"graph":..,"source_id":..,"destination_id":..,"state":..,"position":..,"ts":"..","ts_ms":..}
 std::string render_edge(std::string_view graph, std::int64_t source_id, std::int64_t destination_id,
-                        const core::edge_row& row);
+                        const core::edge_row& row, id_format ids = id_format::number);
 
 // One element of a page: {"destination_id" (forward) or "source_id" (backward):..,"state":..,
 // "position":..,"ts":"..","ts_ms":..}. other_id is the node at the other end of the edge.
-std::string render_page_edge(bool forward, std::int64_t other_id, const core::edge_row& row);
+std::string render_page_edge(bool forward, std::int64_t other_id, const core::edge_row& row,
+                             id_format ids = id_format::number);
 
 }  // namespace cairn::net

@@ -32,9 +32,9 @@ using detail::bad_field;
 
 constexpr std::size_t page_limit_default = 100;
 
-constexpr std::string_view page_params[] = {"direction", "state", "limit", "cursor", "after", "timeout_ms"};
-constexpr std::string_view count_params[] = {"direction", "state", "after", "timeout_ms"};
-constexpr std::string_view multi_get_params[] = {"after", "timeout_ms"};
+constexpr std::string_view page_params[] = {"direction", "state", "limit", "cursor", "after", "timeout_ms", "ids"};
+constexpr std::string_view count_params[] = {"direction", "state", "after", "timeout_ms", "ids"};
+constexpr std::string_view multi_get_params[] = {"after", "timeout_ms", "ids"};
 
 // What the page and count routes share: the node, its direction and state, the wait.
 struct node_query {
@@ -43,6 +43,7 @@ struct node_query {
     shards::edge_direction direction = shards::edge_direction::forward;
     core::edge_state state = core::edge_state::normal;
     detail::wait_params wait;
+    id_format ids = id_format::number;
 };
 
 std::string_view direction_name(shards::edge_direction d) {
@@ -79,6 +80,9 @@ std::variant<node_query, response> parse_node_query(gateway& gw, route_context& 
     auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
     if (auto* e = std::get_if<input_error>(&w)) return bad_field(req, e->field, e->detail);
     q.wait = std::get<detail::wait_params>(w);
+    auto ids = detail::parse_id_format(ctx);
+    if (auto* e = std::get_if<input_error>(&ids)) return bad_field(ctx.req, e->field, e->detail);
+    q.ids = std::get<id_format>(ids);
     return q;
 }
 
@@ -122,13 +126,15 @@ asio::awaitable<response> async_get_page(gateway& gw, route_context& ctx) {
     if (!page) co_return detail::shard_problem(req, page.error());
 
     const bool forward = q.direction == shards::edge_direction::forward;
-    std::string body = fmt::format(R"({{"graph":"{}","node_id":{},"direction":"{}","state":"{}","edges":[)", q.graph,
-                                   q.node_id, direction_name(q.direction), core::edge_state_name(q.state));
+    std::string body = fmt::format(R"({{"graph":"{}","node_id":)", q.graph);
+    append_int64(body, q.node_id, q.ids);
+    fmt::format_to(std::back_inserter(body), R"(,"direction":"{}","state":"{}","edges":[)", direction_name(q.direction),
+                   core::edge_state_name(q.state));
     bool first = true;
     for (const auto& e : page.value().edges) {
         if (!first) body += ',';
         first = false;
-        body += render_page_edge(forward, e.key.other_id, e.row);
+        body += render_page_edge(forward, e.key.other_id, e.row, q.ids);
     }
     fmt::format_to(std::back_inserter(body), R"(],"next_cursor":{},"prev_cursor":{}}})", cursor_json(page.value().next),
                    cursor_json(page.value().previous));
@@ -151,11 +157,11 @@ asio::awaitable<response> async_get_count(gateway& gw, route_context& ctx) {
     auto count = co_await shards::async_count_edges(*lease.value(), q.graph, q.node_id, q.direction, q.state);
     lease.value().reset();
     if (!count) co_return detail::shard_problem(req, count.error());
-    co_return json_response(http::status::ok,
-                            fmt::format(R"({{"graph":"{}","node_id":{},"direction":"{}","state":"{}","count":{}}})",
-                                        q.graph, q.node_id, direction_name(q.direction),
-                                        core::edge_state_name(q.state), count.value()),
-                            req);
+    std::string body = fmt::format(R"({{"graph":"{}","node_id":)", q.graph);
+    append_int64(body, q.node_id, q.ids);
+    fmt::format_to(std::back_inserter(body), R"(,"direction":"{}","state":"{}","count":{}}})", direction_name(q.direction),
+                   core::edge_state_name(q.state), count.value());
+    co_return json_response(http::status::ok, std::move(body), req);
 }
 
 // The shared state of one multi-get's per-shard queries. They all run on the session's
@@ -201,6 +207,8 @@ asio::awaitable<response> async_post_multi_get(gateway& gw, route_context& ctx) 
     auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
     if (auto* e = std::get_if<input_error>(&w)) co_return bad_field(req, e->field, e->detail);
     const auto wait = std::get<detail::wait_params>(w);
+    const auto ids = detail::parse_id_format(ctx);
+    if (auto* e = std::get_if<input_error>(&ids)) co_return bad_field(req, e->field, e->detail);
     auto parsed = parse_edge_keys(req.body(), gw.lim.batch_ops_max);
     if (auto* e = std::get_if<input_error>(&parsed)) co_return bad_field(req, e->field, e->detail);
     const auto& keys = std::get<std::vector<std::pair<std::int64_t, std::int64_t>>>(parsed);
@@ -239,7 +247,7 @@ asio::awaitable<response> async_post_multi_get(gateway& gw, route_context& ctx) 
     for (std::size_t i = 0; i < keys.size(); ++i) {
         if (i > 0) body += ',';
         if (st->rows[i]) {
-            body += render_edge(graph, keys[i].first, keys[i].second, *st->rows[i]);
+            body += render_edge(graph, keys[i].first, keys[i].second, *st->rows[i], std::get<id_format>(ids));
         } else {
             body += "null";
         }

@@ -30,7 +30,7 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
 constexpr std::size_t idempotency_key_bytes_max = 200;
-constexpr std::string_view get_edge_params[] = {"after", "timeout_ms"};
+constexpr std::string_view get_edge_params[] = {"after", "timeout_ms", "ids"};
 
 asio::awaitable<response> async_post_edges(gateway& gw, route_context& ctx) {
     const auto& req = ctx.req;
@@ -86,6 +86,8 @@ asio::awaitable<response> async_get_edge(gateway& gw, route_context& ctx) {
     auto wait = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
     if (auto* e = std::get_if<input_error>(&wait)) co_return detail::bad_field(req, e->field, e->detail);
     const auto& wp = std::get<detail::wait_params>(wait);
+    const auto ids = detail::parse_id_format(ctx);
+    if (auto* e = std::get_if<input_error>(&ids)) co_return detail::bad_field(req, e->field, e->detail);
     const core::shard_index shard = gw.map.shard_of_id(*source);
     if (wp.after) {
         std::vector<core::shard_index> needed{shard};
@@ -106,7 +108,7 @@ asio::awaitable<response> async_get_edge(gateway& gw, route_context& ctx) {
                           fmt::format("no edge {} -> {} in graph {}", *source, *destination, graph), std::nullopt,
                           req.version(), req.keep_alive());
     }
-    co_return json_response(http::status::ok, render_edge(graph, *source, *destination, *r.value()), req);
+    co_return json_response(http::status::ok, render_edge(graph, *source, *destination, *r.value(), std::get<id_format>(ids)), req);
 }
 
 std::string render_ready(gateway& gw, bool verbose, bool& ready) {

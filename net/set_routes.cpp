@@ -32,13 +32,18 @@ id_fetch fetch_for(gateway& gw, std::string graph, const set_query& q) {
     };
 }
 
+constexpr std::string_view set_query_params[] = {"ids"};
+
 asio::awaitable<response> async_post_set(gateway& gw, route_context& ctx) {
     const auto& req = ctx.req;
     const std::string graph(ctx.params.get("graph").value_or(""));
     if (!core::valid_graph_name(graph)) {
         co_return detail::bad_field(req, "graph", "must be 1 to 32 characters of A-Z, a-z, 0-9 and _");
     }
-    if (!ctx.query.empty()) co_return detail::bad_field(req, "query", "this route takes its arguments in the body");
+    // The arguments are in the body; the query may only say how ids are rendered.
+    if (auto e = detail::unknown_query_param(ctx.query, set_query_params)) co_return detail::bad_field(req, e->field, e->detail);
+    const auto ids = detail::parse_id_format(ctx);
+    if (auto* e = std::get_if<input_error>(&ids)) co_return detail::bad_field(req, e->field, e->detail);
     auto parsed = parse_set_request(req.body());
     if (auto* e = std::get_if<input_error>(&parsed)) co_return detail::bad_field(req, e->field, e->detail);
     auto& sr = std::get<set_request>(parsed);
@@ -72,7 +77,8 @@ asio::awaitable<response> async_post_set(gateway& gw, route_context& ctx) {
     if (!page) co_return detail::shard_problem(req, page.error());
     std::string body = fmt::format(R"({{"graph":"{}","op":"{}","ids":[)", graph, sr.op);
     for (std::size_t i = 0; i < page.value().ids.size(); ++i) {
-        fmt::format_to(std::back_inserter(body), "{}{}", i ? "," : "", page.value().ids[i]);
+        if (i) body += ',';
+        append_int64(body, page.value().ids[i], std::get<id_format>(ids));
     }
     std::string next = "null";
     if (page.value().more) {

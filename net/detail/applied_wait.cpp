@@ -44,6 +44,13 @@ std::optional<input_error> unknown_query_param(std::string_view query, std::span
     return std::nullopt;
 }
 
+std::variant<id_format, input_error> parse_id_format(const route_context& ctx) {
+    const auto v = ctx.query_param("ids");
+    if (!v || *v == "number") return id_format::number;
+    if (*v == "string") return id_format::string;
+    return input_error{"ids", "must be \"number\" or \"string\" (64-bit ids and positions as decimal strings)"};
+}
+
 std::optional<std::uint64_t> parse_uint(std::string_view text, std::uint64_t min, std::uint64_t max) noexcept {
     if (text.empty() || text.size() > 20) return std::nullopt;
     std::uint64_t v = 0;

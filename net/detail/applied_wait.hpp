@@ -39,6 +39,9 @@ std::optional<input_error> unknown_query_param(std::string_view query, std::span
 // A decimal integer in [min, max]: no sign, no spaces, no leading '+'.
 std::optional<std::uint64_t> parse_uint(std::string_view text, std::uint64_t min, std::uint64_t max) noexcept;
 
+// ?ids=number (the default) or ?ids=string: how the answer renders 64-bit ids and positions.
+std::variant<id_format, input_error> parse_id_format(const route_context& ctx);
+
 // ?after=<seq> (0 to the journal's last seq) and ?timeout_ms= (0 to lim.applied_wait_max,
 // default the smaller of 5000 and that maximum).
 struct wait_params {

@@ -184,6 +184,43 @@ struct bad_param_case {
     const char* field;
 };
 
+// Ids above 2^53 lose precision as JSON numbers in JavaScript: ?ids=string renders every 64-bit id
+// and position of an answer as a decimal string, exactly.
+TEST_F(edges_read_http, ids_as_strings_keep_every_digit_of_64_bit_ids) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    start("cairn_e2e_ids");
+    const std::string big_a = "9007199254740993";     // 2^53 + 1: a double cannot hold it
+    const std::string big_b = "9223372036854775807";  // the largest id
+    auto w = http_post(port(), "/v1/graphs/follows/edges?wait=applied",
+                       fmt::format(R"({{"edges": [{{"source_id": "{0}", "destination_id": "{1}", "position": {1}}},
+                                                  {{"source_id": "{1}", "destination_id": "{0}"}}]}})",
+                                   big_a, big_b));
+    ASSERT_TRUE(w);
+    ASSERT_EQ(w->status, 202) << w->body;
+    auto e = get_json(fmt::format("/v1/graphs/follows/edges/{}/{}?ids=string", big_a, big_b));
+    EXPECT_EQ(e["source_id"], big_a);
+    EXPECT_EQ(e["destination_id"], big_b);
+    EXPECT_EQ(e["position"], big_b);
+    auto p = get_json(fmt::format("/v1/graphs/follows/nodes/{}/edges?ids=string", big_a));
+    EXPECT_EQ(p["node_id"], big_a);
+    ASSERT_EQ(p["edges"].size(), 1u) << p.dump();
+    EXPECT_EQ(p["edges"][0]["destination_id"], big_b);
+    EXPECT_EQ(get_json(fmt::format("/v1/graphs/follows/nodes/{}/count?ids=string", big_a))["node_id"], big_a);
+    // The default stays numbers (exact in 64-bit readers such as nlohmann's).
+    EXPECT_EQ(get_json(fmt::format("/v1/graphs/follows/edges/{}/{}", big_a, big_b))["source_id"].get<std::int64_t>(),
+              9007199254740993LL);
+    auto m = http_post(port(), "/v1/graphs/follows/edges/get?ids=string",
+                       fmt::format(R"({{"edges": [{{"source_id": "{}", "destination_id": "{}"}}]}})", big_b, big_a));
+    ASSERT_TRUE(m);
+    ASSERT_EQ(m->status, 200) << m->body;
+    EXPECT_EQ(json::parse(m->body)["edges"][0]["source_id"], big_b);
+    auto u = http_post(port(), "/v1/graphs/follows/sets?ids=string",
+                       fmt::format(R"({{"op": "union", "queries": [{{"node_id": "{}"}}, {{"node_id": "{}"}}]}})", big_a, big_b));
+    ASSERT_TRUE(u);
+    ASSERT_EQ(u->status, 200) << u->body;
+    EXPECT_EQ(json::parse(u->body)["ids"], json::parse(fmt::format(R"(["{}", "{}"])", big_a, big_b)));
+}
+
 TEST_F(edges_read_http, bad_parameters_get_a_400_problem_naming_the_field) {
     CAIRN_REQUIRE_SHARDS(2u);
     start("cairn_e2e_read_bad", {}, "[limits]\npage_limit_max = 50\napplied_wait_max_ms = 1000\n");
@@ -218,6 +255,8 @@ TEST_F(edges_read_http, bad_parameters_get_a_400_problem_naming_the_field) {
         {"multi-get: bad id", "POST", get, R"({"edges": [{"source_id": 1, "destination_id": -2}]})", "edges[0].destination_id"},
         {"multi-get: too many", "POST", get, too_many, "edges"},
         {"multi-get: bad after", "POST", get + "?after=-1", good_keys, "after"},
+        {"ids neither number nor string", "GET", page + "?ids=text", "", "ids"},
+        {"sets: only ids in the query", "POST", "/v1/graphs/follows/sets?limit=3", R"({"op": "union", "queries": [{"node_id": 1}]})", "limit"},
         {"write: bad wait", "POST", "/v1/graphs/follows/edges?wait=journaled", R"({"source_id": 1, "destination_id": 2})", "wait"},
     };
     for (const auto& c : cases) {
