@@ -5,6 +5,7 @@
 
 #include "core/config.hpp"
 #include "core/hlc.hpp"
+#include "core/log_task_end.hpp"
 #include "core/metrics.hpp"
 #include "core/shard_map.hpp"
 #include "journal/journal.hpp"
@@ -12,6 +13,7 @@
 #include "net/auth.hpp"
 #include "net/gateway.hpp"
 #include "net/http_server.hpp"
+#include "net/index_registry.hpp"
 #include "net/router.hpp"
 #include "net/routes.hpp"
 #include "net/ws_api.hpp"
@@ -20,6 +22,7 @@
 #include "shards/pool.hpp"
 
 #include <CLI/CLI.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -165,6 +168,8 @@ int main(int argc, char** argv) {
     });
 
     net::gateway gw{jn, clock, map, {}, {}, cfg.lim, metrics, {}, counters.get(), cells.get(), entities.get()};
+    net::index_registry indexes;
+    gw.indexes = &indexes;
     for (auto& p : read_pools) gw.read_pools.push_back(p.get());
     for (auto& w : workers) gw.workers.push_back(w.get());
     for (auto& b : get_batchers) gw.get_batchers.push_back(b.get());
@@ -175,6 +180,7 @@ int main(int argc, char** argv) {
     net::add_counter_routes(router, gw);
     net::add_cell_routes(router, gw);
     net::add_entity_routes(router, gw);
+    net::add_index_routes(router, gw);
     net::add_admin_routes(router, gw);
     net::auth auth(cfg.tokens);
     net::server_options so;
@@ -188,6 +194,7 @@ int main(int argc, char** argv) {
     }
     server.set_upgrade_handler(net::make_ws_handler(router, cfg.lim, metrics));
     for (auto& w : workers) w->start();
+    asio::co_spawn(ioc, indexes.async_refresh_loop(gw, std::chrono::seconds(2)), core::log_task_end("index_refresh"));
     server.start();
     spdlog::info("cairnd listening on {}:{} with {} shards, journal {} (last seq {})", cfg.listen_address,
                  server.port(), cfg.shards.size(), cfg.journal_path, jn.last_seq());
@@ -204,6 +211,7 @@ int main(int argc, char** argv) {
         signals.cancel();
         health.cancel();
         server.stop();
+        indexes.stop();
         for (auto& w : workers) w->stop();
         for (auto& p : read_pools) p->close_all();
         for (auto& p : apply_pools) p->close_all();

@@ -48,9 +48,9 @@ std::string encode_op(const op& o) {
 result<op> decode_op(std::span<const char> bytes) {
     if (bytes.size() > op_record_bytes_max) return errc::journal_corrupt;
     try {
-        // Limits (array, map, str, bin, ext, depth): records are flat arrays of scalars and
-        // byte strings, none longer than a record.
-        const msgpack::unpack_limit limit(64, 64, op_record_bytes_max, op_record_bytes_max, 1024, 4);
+        // Limits (array, map, str, bin, ext, depth): records are arrays of scalars and byte
+        // strings, none longer than a record, nested at most 4 deep (an entity's index entries).
+        const msgpack::unpack_limit limit(64, 64, op_record_bytes_max, op_record_bytes_max, 1024, 6);
         std::size_t offset = 0;
         msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr, nullptr, limit);
         if (offset != bytes.size()) return errc::journal_corrupt;
@@ -69,6 +69,7 @@ result<op> decode_op(std::span<const char> bytes) {
             case model::edge: return finish(std::move(out), detail::unpack_edge(fields));
             case model::node: return finish(std::move(out), detail::unpack_node(fields));
             case model::entity: return finish(std::move(out), detail::unpack_entity(fields));
+            case model::index: return finish(std::move(out), detail::unpack_index_def(fields));
             case model::cell: return finish(std::move(out), detail::unpack_cell(fields));
             case model::counter: return finish(std::move(out), detail::unpack_counter(fields));
             default: return errc::journal_corrupt;

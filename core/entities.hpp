@@ -7,6 +7,7 @@
 #pragma once
 
 #include "core/document.hpp"
+#include "core/indexes.hpp"
 
 #include <cstdint>
 #include <string>
@@ -25,6 +26,7 @@ struct entity_op {
     std::string id;           // 16 bytes
     bool deleted = false;     // a tombstone: body is empty
     std::string body;         // stored (core::encode_body)
+    std::vector<index_entry> entries;  // the index rows of body, from the definitions at write time
 
     friend bool operator==(const entity_op&, const entity_op&) = default;
 };

@@ -6,12 +6,13 @@
 namespace cairn::core {
 namespace {
 
-constexpr std::array<std::pair<model, std::string_view>, 5> model_names{{
+constexpr std::array<std::pair<model, std::string_view>, 6> model_names{{
     {model::edge, "edge"},
     {model::node, "node"},
     {model::entity, "entity"},
     {model::cell, "cell"},
     {model::counter, "counter"},
+    {model::index, "index"},
 }};
 
 }  // namespace

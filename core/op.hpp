@@ -9,6 +9,7 @@
 #include "core/cells.hpp"
 #include "core/counters.hpp"
 #include "core/entities.hpp"
+#include "core/indexes.hpp"
 #include "core/node_op.hpp"
 
 #include <cstdint>
@@ -20,7 +21,7 @@
 namespace cairn::core {
 
 // Stored in every journal record: the values never change meaning.
-enum class model : std::uint8_t { edge = 1, node = 2, entity = 3, cell = 4, counter = 5 };
+enum class model : std::uint8_t { edge = 1, node = 2, entity = 3, cell = 4, counter = 5, index = 6 };
 
 std::string_view model_name(model m) noexcept;
 std::optional<model> model_from_name(std::string_view name) noexcept;
@@ -42,11 +43,12 @@ struct edge_op {
     friend bool operator==(const edge_op&, const edge_op&) = default;
 };
 
-using op_body = std::variant<edge_op, node_op, entity_op, cell_op, counter_op>;
+using op_body = std::variant<edge_op, node_op, entity_op, cell_op, counter_op, index_def_op>;
 static_assert(node_op::kind == model::node);
 static_assert(counter_op::kind == model::counter);
 static_assert(cell_op::kind == model::cell);
 static_assert(entity_op::kind == model::entity);
+static_assert(index_def_op::kind == model::index);
 
 struct op {
     std::uint64_t op_id = 0;  // node id and journal seq; unique across gateways

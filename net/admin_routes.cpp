@@ -94,6 +94,11 @@ json op_json(const gateway& gw, const core::op& o) {
         j["ts"] = core::hlc_ms(o.ts);
         return j;
     }
+    if (const auto* d = std::get_if<core::index_def_op>(&o.body)) {
+        json j{{"model", "index"}, {"name", d->name}, {"dropped", d->dropped}, {"ts", core::hlc_ms(o.ts)}};
+        if (auto def = core::decode_index_def(d->definition)) j["kind"] = def.value().kind;
+        return j;
+    }
     if (const auto* e = std::get_if<core::entity_op>(&o.body)) {
         json j{{"model", "entity"}, {"kind", e->entity_kind}, {"id", core::format_id16_bytes(e->id)},
                {"deleted", e->deleted}, {"ts", core::hlc_ms(o.ts)}};
@@ -201,8 +206,8 @@ struct dead_filter {
 };
 
 std::optional<input_error> check_model(const std::optional<std::string>& model) {
-    if (model && *model != "edge" && *model != "node" && *model != "entity" && *model != "cell" && *model != "counter") {
-        return input_error{"model", "must be \"edge\", \"node\", \"entity\", \"cell\" or \"counter\""};
+    if (model && !core::model_from_name(*model)) {
+        return input_error{"model", "must be \"edge\", \"node\", \"entity\", \"cell\", \"counter\" or \"index\""};
     }
     return std::nullopt;
 }

@@ -5,10 +5,12 @@
 #include "journal/journal.hpp"
 #include "net/detail/applied_wait.hpp"
 #include "net/detail/body_json.hpp"
+#include "net/detail/index_values.hpp"
 #include "net/detail/journal_write.hpp"
 #include "net/detail/json_escape.hpp"
 #include "net/detail/json_parse.hpp"
 #include "net/gateway.hpp"
+#include "net/index_registry.hpp"
 #include "net/problem.hpp"
 #include "net/router.hpp"
 #include "net/routes.hpp"
@@ -86,6 +88,11 @@ asio::awaitable<response> async_write(gateway& gw, route_context& ctx, bool dele
         auto stored = detail::stored_body_of(root, "body", config_of(gw).compress_bytes_min);
         if (auto* err = std::get_if<input_error>(&stored)) co_return bad_field(req, err->field, err->detail);
         e.body = std::get<std::string>(std::move(stored));
+        if (gw.indexes) {
+            auto entries = detail::index_entries_of(gw.indexes->of_kind(p.kind), root);
+            if (auto* err = std::get_if<input_error>(&entries)) co_return bad_field(req, err->field, err->detail);
+            e.entries = std::get<std::vector<core::index_entry>>(std::move(entries));
+        }
     } else if (req.body().find_first_not_of(" \t\r\n") != std::string::npos) {
         co_return bad_field(req, "body", "must be empty: a delete carries no body");
     }

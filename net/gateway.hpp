@@ -25,6 +25,8 @@ class edge_get_batcher;
 
 namespace cairn::net {
 
+class index_registry;
+
 struct gateway {
     journal::journal& journal;
     core::hlc& clock;
@@ -37,6 +39,7 @@ struct gateway {
     const core::counter_catalog* counters = nullptr;             // the declared counter metrics (none: nullptr)
     const core::cell_config* cells = nullptr;                    // the declared cell tables (none: nullptr)
     const core::entity_config* entities = nullptr;               // the declared entity kinds (none: nullptr)
+    index_registry* indexes = nullptr;                           // entity index definitions (net/index_registry.hpp)
 };
 
 }  // namespace cairn::net

@@ -20,5 +20,8 @@ void add_counter_routes(router& r, gateway& gw);
 void add_cell_routes(router& r, gateway& gw);
 // Entities (issue 5): PUT, GET and DELETE /v1/entities/{kind}/{id}.
 void add_entity_routes(router& r, gateway& gw);
+// Entity indexes (issue 5): POST/GET /v1/indexes, DELETE /v1/indexes/{name}, and
+// GET /v1/entities/{kind}/by/{index}. gw.indexes must be set.
+void add_index_routes(router& r, gateway& gw);
 
 }  // namespace cairn::net

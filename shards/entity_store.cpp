@@ -1,5 +1,6 @@
 #include "shards/entity_store.hpp"
 
+#include "shards/index_store.hpp"
 #include "shards/mariadb_conn.hpp"
 #include "shards/transaction.hpp"
 
@@ -48,6 +49,9 @@ asio::awaitable<core::result<std::vector<stored_entity>>> async_entities_of(mari
 
 using entity_key = std::pair<std::string, std::string>;  // kind, id
 
+asio::awaitable<core::result<void>> async_write_entities(mariadb_conn& conn,
+                                                         const std::map<entity_key, std::vector<const core::op*>>& by_key);
+
 }  // namespace
 
 asio::awaitable<core::result<void>> async_create_entity_schema(mariadb_conn& conn) {
@@ -55,59 +59,74 @@ asio::awaitable<core::result<void>> async_create_entity_schema(mariadb_conn& con
 }
 
 asio::awaitable<core::result<void>> async_apply_entities(mariadb_conn& conn, const core::entity_config& entities,
+                                                         const core::shard_map& map, core::shard_index shard,
                                                          std::span<const core::op* const> ops) {
     // Sorted keys: every transaction locks rows in the same order (fewer deadlocks between gateways).
     std::map<entity_key, std::vector<const core::op*>> by_key;
+    bool entries_here = false;
     for (const core::op* o : ops) {
         const auto* e = std::get_if<core::entity_op>(&o->body);
         if (!e) continue;
         if (!entities.declared(e->entity_kind)) co_return core::errc::undeclared;
-        by_key[{e->entity_kind, e->id}].push_back(o);
+        if (map.shard_of_hash(core::hash_bytes(e->id)) == shard) by_key[{e->entity_kind, e->id}].push_back(o);
+        for (const auto& entry : e->entries) entries_here = entries_here || map.shard_of_hash(entry.shard_hash) == shard;
     }
-    if (by_key.empty()) co_return core::success();
+    if (by_key.empty() && !entries_here) co_return core::success();
     co_return co_await async_in_transaction(conn, [&]() -> asio::awaitable<core::result<void>> {
-        std::string sql = fmt::format("SELECT {} FROM entities WHERE (kind, id) IN (", entity_columns);
-        bool first = true;
-        for (const auto& [key, _] : by_key) {
-            sql += first ? "(" : ",(";
-            first = false;
-            append_hex(sql, key.first);
-            sql += ',';
-            append_hex(sql, key.second);
-            sql += ')';
-        }
-        sql += ") FOR UPDATE";
-        auto current = co_await async_entities_of(conn, sql);
-        if (!current) co_return current.error();
-        std::map<entity_key, stored_entity> rows;
-        for (auto& e : current.value()) rows.emplace(entity_key{e.kind, e.id}, std::move(e));
-
-        std::string upsert = fmt::format("INSERT INTO entities ({}) VALUES ", entity_columns);
-        std::size_t changed = 0;
-        for (const auto& [key, key_ops] : by_key) {
-            const auto it = rows.find(key);
-            std::optional<stored_entity> best;
-            if (it != rows.end()) best = it->second;
-            for (const core::op* o : key_ops) {
-                const auto& e = std::get<core::entity_op>(o->body);
-                if (!best || core::entity_version_wins(o->ts, e.deleted, e.body, best->ts, best->deleted, best->body)) {
-                    best = stored_entity{key.first, key.second, o->ts, e.deleted, e.body};
-                }
-            }
-            if (it != rows.end() && *best == it->second) continue;
-            upsert += changed++ ? ",(" : "(";
-            append_hex(upsert, best->kind);
-            upsert += ',';
-            append_hex(upsert, best->id);
-            fmt::format_to(std::back_inserter(upsert), ",{},{},", best->ts, best->deleted ? 1 : 0);
-            append_hex(upsert, best->body);
-            upsert += ')';
-        }
-        if (changed == 0) co_return core::success();
-        upsert += " ON DUPLICATE KEY UPDATE ts = VALUES(ts), deleted = VALUES(deleted), body = VALUES(body)";
-        co_return co_await conn.async_execute(upsert);
+        if (auto r = co_await async_write_entities(conn, by_key); !r) co_return r;
+        co_return co_await async_write_index_rows(conn, map, shard, ops);
     });
 }
+
+namespace {
+
+// The entity rows of one batch (statements of the caller's transaction).
+asio::awaitable<core::result<void>> async_write_entities(mariadb_conn& conn,
+                                                         const std::map<entity_key, std::vector<const core::op*>>& by_key) {
+    if (by_key.empty()) co_return core::success();
+    std::string sql = fmt::format("SELECT {} FROM entities WHERE (kind, id) IN (", entity_columns);
+    bool first = true;
+    for (const auto& [key, _] : by_key) {
+        sql += first ? "(" : ",(";
+        first = false;
+        append_hex(sql, key.first);
+        sql += ',';
+        append_hex(sql, key.second);
+        sql += ')';
+    }
+    sql += ") FOR UPDATE";
+    auto current = co_await async_entities_of(conn, sql);
+    if (!current) co_return current.error();
+    std::map<entity_key, stored_entity> rows;
+    for (auto& e : current.value()) rows.emplace(entity_key{e.kind, e.id}, std::move(e));
+
+    std::string upsert = fmt::format("INSERT INTO entities ({}) VALUES ", entity_columns);
+    std::size_t changed = 0;
+    for (const auto& [key, key_ops] : by_key) {
+        const auto it = rows.find(key);
+        std::optional<stored_entity> best;
+        if (it != rows.end()) best = it->second;
+        for (const core::op* o : key_ops) {
+            const auto& e = std::get<core::entity_op>(o->body);
+            if (!best || core::entity_version_wins(o->ts, e.deleted, e.body, best->ts, best->deleted, best->body)) {
+                best = stored_entity{key.first, key.second, o->ts, e.deleted, e.body};
+            }
+        }
+        if (it != rows.end() && *best == it->second) continue;
+        upsert += changed++ ? ",(" : "(";
+        append_hex(upsert, best->kind);
+        upsert += ',';
+        append_hex(upsert, best->id);
+        fmt::format_to(std::back_inserter(upsert), ",{},{},", best->ts, best->deleted ? 1 : 0);
+        append_hex(upsert, best->body);
+        upsert += ')';
+    }
+    if (changed == 0) co_return core::success();
+    upsert += " ON DUPLICATE KEY UPDATE ts = VALUES(ts), deleted = VALUES(deleted), body = VALUES(body)";
+    co_return co_await conn.async_execute(upsert);
+}
+
+}  // namespace
 
 asio::awaitable<core::result<std::vector<std::optional<stored_entity>>>> async_get_entities(
     mariadb_conn& conn, std::string kind, std::span<const std::string> ids) {

@@ -8,6 +8,7 @@
 #include "core/entities.hpp"
 #include "core/op.hpp"
 #include "core/result.hpp"
+#include "core/shard_map.hpp"
 
 #include <boost/asio/awaitable.hpp>
 
@@ -23,11 +24,13 @@ class mariadb_conn;
 // The entities table, if missing. Errors: those of mariadb_conn.
 boost::asio::awaitable<core::result<void>> async_create_entity_schema(mariadb_conn& conn);
 
-// Applies the entity ops (each on the shard of its id, the caller's) in one transaction: locks
-// the batch's rows, keeps the winner of each (core::entity_version_wins), writes the rows that
-// changed. (Index rows will join this transaction.) Errors: undeclared (a kind the config does
-// not declare) and those of mariadb_conn.
+// Applies the entity ops in one transaction: for the entities whose id lives on `shard`, locks
+// their rows, keeps the winner of each (core::entity_version_wins) and writes the rows that
+// changed; then the index rows of the ops' entries that live on `shard`
+// (shards::async_write_index_rows). Errors: undeclared (a kind the config does not declare) and
+// those of mariadb_conn.
 boost::asio::awaitable<core::result<void>> async_apply_entities(mariadb_conn& conn, const core::entity_config& entities,
+                                                                const core::shard_map& map, core::shard_index shard,
                                                                 std::span<const core::op* const> ops);
 
 struct stored_entity {

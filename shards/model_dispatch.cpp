@@ -5,6 +5,7 @@
 #include "shards/counter_store.hpp"
 #include "shards/edge_store.hpp"
 #include "shards/entity_store.hpp"
+#include "shards/index_store.hpp"
 
 #include <algorithm>
 
@@ -14,13 +15,14 @@ namespace {
 namespace asio = boost::asio;
 
 // Models whose ops share one apply function (and so one transaction per batch).
-enum class apply_family : std::uint8_t { edges, entities, cells, counters };
+enum class apply_family : std::uint8_t { edges, index_defs, entities, cells, counters };
 
 apply_family family_of(const core::op& o) noexcept {
     switch (o.kind()) {
         case core::model::edge: return apply_family::edges;
         case core::model::node: return apply_family::edges;  // node ops change edge rows and counts
         case core::model::entity: return apply_family::entities;
+        case core::model::index: return apply_family::index_defs;
         case core::model::cell: return apply_family::cells;
         case core::model::counter: return apply_family::counters;
         default: break;
@@ -33,7 +35,8 @@ asio::awaitable<core::result<void>> async_apply_family(apply_family f, mariadb_c
                                                        core::shard_index shard, std::span<const core::op* const> ops) {
     switch (f) {
         case apply_family::edges: co_return co_await async_apply_edges(conn, ctx.map, shard, ops);
-        case apply_family::entities: co_return co_await async_apply_entities(conn, ctx.entities, ops);
+        case apply_family::index_defs: co_return co_await async_apply_index_defs(conn, ops);
+        case apply_family::entities: co_return co_await async_apply_entities(conn, ctx.entities, ctx.map, shard, ops);
         case apply_family::cells: co_return co_await async_apply_cells(conn, ctx.cells, ops);
         case apply_family::counters: co_return co_await async_apply_counters(conn, ctx.counters, ops, ctx.now_ms);
     }
@@ -49,9 +52,14 @@ void add_shards(const core::edge_op& e, const core::shard_map& map, std::vector<
 void add_shards(const core::node_op&, const core::shard_map& map, std::vector<core::shard_index>& out) {
     for (core::shard_index s = 0; s < map.size(); ++s) out.push_back(s);
 }
-// An entity lives on the shard of its id.
+// An entity lives on the shard of its id; its index rows on the shards of their shard_on values.
 void add_shards(const core::entity_op& e, const core::shard_map& map, std::vector<core::shard_index>& out) {
     out.push_back(map.shard_of_hash(core::hash_bytes(e.id)));
+    for (const auto& entry : e.entries) out.push_back(map.shard_of_hash(entry.shard_hash));
+}
+// Index definitions are on every shard.
+void add_shards(const core::index_def_op&, const core::shard_map& map, std::vector<core::shard_index>& out) {
+    for (core::shard_index s = 0; s < map.size(); ++s) out.push_back(s);
 }
 // A cell lives on the shard of its row_key.
 void add_shards(const core::cell_op& c, const core::shard_map& map, std::vector<core::shard_index>& out) {
@@ -80,6 +88,7 @@ bool touches_shard(const core::op& o, const core::shard_map& map, core::shard_in
 asio::awaitable<core::result<void>> async_create_schema(mariadb_conn& conn, const apply_context& ctx) {
     if (auto r = co_await async_create_edge_schema(conn); !r) co_return r;
     if (auto r = co_await async_create_entity_schema(conn); !r) co_return r;
+    if (auto r = co_await async_create_index_schema(conn); !r) co_return r;
     if (auto r = co_await async_create_cell_schema(conn, ctx.cells); !r) co_return r;
     co_return co_await async_create_counter_schema(conn, ctx.counters);
 }

@@ -42,6 +42,11 @@ std::uint32_t field_count(const entity_op& e) noexcept;
 void pack_fields(record_packer& pk, const entity_op& e);
 result<entity_op> unpack_entity(record_fields f);
 
+// Index definitions (core/index_codec.cpp).
+std::uint32_t field_count(const index_def_op& d) noexcept;
+void pack_fields(record_packer& pk, const index_def_op& d);
+result<index_def_op> unpack_index_def(record_fields f);
+
 // Cell writes (core/cell_codec.cpp).
 std::uint32_t field_count(const cell_op& c) noexcept;
 void pack_fields(record_packer& pk, const cell_op& c);

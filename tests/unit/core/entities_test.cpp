@@ -2,6 +2,7 @@
 #include "core/config.hpp"
 #include "core/entities.hpp"
 #include "core/hlc.hpp"
+#include "core/shard_map.hpp"
 
 #include <gtest/gtest.h>
 
@@ -22,13 +23,50 @@ TEST(entity_codec, puts_and_tombstones_round_trip_through_journal_records) {
         op o;
         o.op_id = make_op_id(1, 3);
         o.ts = hlc_make(1'795'392'000'000, 0, 1);
-        o.body = entity_op{"entry", std::string(id16_bytes(id)), deleted, deleted ? std::string() : encode_body("\x80", 512)};
+        std::vector<index_entry> entries;
+        if (!deleted) {
+            entries.push_back({"by_user", {std::string(id16_bytes(id))}, hash_bytes(id16_bytes(id))});
+            entries.push_back({"by_feed_and_rank", {std::string("feed"), std::int64_t{-7}}, 42});
+        }
+        o.body = entity_op{"entry", std::string(id16_bytes(id)), deleted, deleted ? std::string() : encode_body("\x80", 512),
+                           entries};
         auto back = decode_op(encode_op(o));
         ASSERT_TRUE(back.has_value());
         EXPECT_EQ(back.value(), o);
         EXPECT_EQ(back.value().kind(), model::entity);
     }
     EXPECT_EQ(format_id16_bytes(id16_bytes(id)), "71f0c4d8-5a9b-4c3e-9d2f-0a1b2c3d4e5f");
+}
+
+TEST(index_defs, definitions_are_checked_and_round_trip) {
+    index_def d{"by_user", "entry", {{"user_id", index_value_type::id, 0}, {"title", index_value_type::string, 20}}, 0};
+    EXPECT_FALSE(check_index_def(d));
+    auto back = decode_index_def(encode_index_def(d));
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(back.value(), d);
+    auto bad = d;
+    bad.properties[1].length_max = 0;
+    EXPECT_NE(check_index_def(bad).value_or("").find("properties[1].length"), std::string::npos);
+    bad = d;
+    bad.name = "By-User";
+    EXPECT_NE(check_index_def(bad).value_or("").find("name"), std::string::npos);
+    bad = d;
+    bad.shard_on = 2;
+    EXPECT_NE(check_index_def(bad).value_or("").find("shard_on"), std::string::npos);
+    bad = d;
+    bad.properties.push_back(bad.properties[0]);
+    EXPECT_NE(check_index_def(bad).value_or("").find("named twice"), std::string::npos);
+    op o;
+    o.op_id = make_op_id(1, 1);
+    o.ts = hlc_make(1'795'392'000'000, 0, 1);
+    o.body = index_def_op{"by_user", false, encode_index_def(d)};
+    auto rec = decode_op(encode_op(o));
+    ASSERT_TRUE(rec.has_value());
+    EXPECT_EQ(rec.value(), o);
+    o.body = index_def_op{"by_user", true, {}};
+    rec = decode_op(encode_op(o));
+    ASSERT_TRUE(rec.has_value());
+    EXPECT_EQ(rec.value().kind(), model::index);
 }
 
 TEST(entity_config, kinds_are_declared_in_the_config) {

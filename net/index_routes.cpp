@@ -1,0 +1,398 @@
+// Entity index routes (issue 5): create, list and drop index definitions at run time (stored on
+// every shard through the journal), and equality queries that read index rows and re-apply the
+// filter to the canonical entities. See docs/api.md and docs/entities.md.
+#include <utility>  // Boost 1.74's awaitable.hpp forgets it.
+
+#include "journal/journal.hpp"
+#include "net/detail/applied_wait.hpp"
+#include "net/detail/body_json.hpp"
+#include "net/detail/fan_out.hpp"
+#include "net/detail/index_values.hpp"
+#include "net/detail/journal_write.hpp"
+#include "net/detail/json_escape.hpp"
+#include "net/detail/json_parse.hpp"
+#include "net/gateway.hpp"
+#include "net/index_registry.hpp"
+#include "net/problem.hpp"
+#include "net/router.hpp"
+#include "net/routes.hpp"
+#include "shards/entity_store.hpp"
+#include "shards/index_store.hpp"
+#include "shards/pool.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <mutex>
+
+namespace cairn::net {
+namespace {
+
+namespace asio = boost::asio;
+using detail::bad_field;
+
+constexpr std::string_view query_fixed_params[] = {"limit", "cursor", "after", "timeout_ms"};
+
+}  // namespace
+
+// ---- the registry -------------------------------------------------------------------------------
+
+std::vector<core::index_def> index_registry::of_kind(std::string_view kind) const {
+    std::shared_lock lock(mu_);
+    std::vector<core::index_def> out;
+    for (const auto& [_, d] : live_) {
+        if (d.kind == kind) out.push_back(d);
+    }
+    return out;
+}
+
+std::optional<core::index_def> index_registry::find(std::string_view name) const {
+    std::shared_lock lock(mu_);
+    const auto it = live_.find(name);
+    if (it == live_.end()) return std::nullopt;
+    return it->second;
+}
+
+std::vector<core::index_def> index_registry::all() const {
+    std::shared_lock lock(mu_);
+    std::vector<core::index_def> out;
+    for (const auto& [_, d] : live_) out.push_back(d);
+    return out;
+}
+
+bool index_registry::loaded() const {
+    std::shared_lock lock(mu_);
+    return loaded_;
+}
+
+asio::awaitable<bool> index_registry::async_refresh(gateway& gw) {
+    // name -> (ts, def or nullopt when dropped), the newest across the shards that answered.
+    auto merged = std::make_shared<std::map<std::string, std::pair<std::uint64_t, std::optional<core::index_def>>>>();
+    auto answered = std::make_shared<std::size_t>(0);
+    std::vector<core::shard_index> shards;
+    for (core::shard_index s = 0; s < gw.map.size(); ++s) shards.push_back(s);
+    auto task = [&gw, merged, answered](core::shard_index s) -> asio::awaitable<core::result<void>> {
+        auto lease = co_await gw.read_pools.at(s)->async_acquire();
+        if (!lease) co_return lease.error();
+        auto defs = co_await shards::async_read_index_defs(*lease.value());
+        if (!defs) co_return defs.error();
+        ++*answered;
+        for (auto& d : defs.value()) {
+            auto& slot = (*merged)[d.name];
+            if (d.ts >= slot.first) slot = {d.ts, std::move(d.def)};
+        }
+        co_return core::success();
+    };
+    co_await detail::async_fan_out(shards, task, gw.lim.query_timeout + gw.lim.connect_timeout);
+    if (*answered == 0) co_return false;
+    std::map<std::string, core::index_def, std::less<>> live;
+    for (auto& [name, slot] : *merged) {
+        if (slot.second) live.emplace(name, std::move(*slot.second));
+    }
+    std::unique_lock lock(mu_);
+    live_ = std::move(live);
+    loaded_ = true;
+    co_return true;
+}
+
+asio::awaitable<void> index_registry::async_refresh_loop(gateway& gw, std::chrono::milliseconds every) {
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    while (!stopping_) {
+        co_await async_refresh(gw);
+        {
+            std::lock_guard lock(timer_mu_);
+            if (stopping_) break;
+            timer.expires_after(every);
+            timer_ = &timer;
+        }
+        core::error_code ec;
+        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        std::lock_guard lock(timer_mu_);
+        timer_ = nullptr;
+    }
+}
+
+void index_registry::stop() {
+    std::lock_guard lock(timer_mu_);
+    stopping_ = true;
+    if (timer_) timer_->cancel();
+}
+
+namespace {
+
+// ---- definitions over HTTP ----------------------------------------------------------------------
+
+std::string render_def(const core::index_def& d) {
+    std::string out = fmt::format(R"({{"name":"{}","kind":"{}","properties":[)", d.name, d.kind);
+    for (std::size_t i = 0; i < d.properties.size(); ++i) {
+        const auto& p = d.properties[i];
+        out += i ? "," : "";
+        out += R"({"name":)";
+        detail::append_json_string(out, p.name);
+        fmt::format_to(std::back_inserter(out), R"(,"type":"{}")", core::index_type_name(p.type));
+        if (p.type == core::index_value_type::string) fmt::format_to(std::back_inserter(out), R"(,"length":{})", p.length_max);
+        out += '}';
+    }
+    out += R"(],"shard_on":)";
+    detail::append_json_string(out, d.properties[d.shard_on].name);
+    out += '}';
+    return out;
+}
+
+std::variant<core::index_def, input_error> parse_def(const gateway& gw, std::string_view body) {
+    simdjson::dom::element root;
+    if (auto err = detail::parse_json(body, root)) return std::move(*err);
+    if (!root.is_object()) return input_error{"body", "must be an object {name, kind, properties, shard_on}"};
+    core::index_def d;
+    std::string shard_on;
+    const simdjson::dom::object fields = root.get_object().value_unsafe();
+    for (auto [key, value] : fields) {
+        if (key == "name" || key == "kind" || key == "shard_on") {
+            if (!value.is_string()) return input_error{std::string(key), "must be a string"};
+            std::string v(value.get_string().value_unsafe());
+            (key == "name" ? d.name : key == "kind" ? d.kind : shard_on) = std::move(v);
+        } else if (key == "properties") {
+            if (!value.is_array()) return input_error{"properties", "must be an array of {name, type, length}"};
+            std::size_t i = 0;
+            for (auto p : value.get_array().value_unsafe()) {
+                const auto where = fmt::format("properties[{}]", i++);
+                if (!p.is_object()) return input_error{where, "must be an object {name, type, length}"};
+                core::index_property prop;
+                const simdjson::dom::object pf = p.get_object().value_unsafe();
+                for (auto [pk, pv] : pf) {
+                    if (pk == "name") {
+                        if (!pv.is_string()) return input_error{where + ".name", "must be a string"};
+                        prop.name = std::string(pv.get_string().value_unsafe());
+                    } else if (pk == "type") {
+                        std::optional<core::index_value_type> t;
+                        if (pv.is_string()) t = core::index_type_from_name(pv.get_string().value_unsafe());
+                        if (!t) return input_error{where + ".type", "must be \"id\", \"int\", \"string\" or \"bool\""};
+                        prop.type = *t;
+                    } else if (pk == "length") {
+                        if (!pv.is_int64() || pv.get_int64().value_unsafe() < 1 || pv.get_int64().value_unsafe() > 255) {
+                            return input_error{where + ".length", "must be an integer between 1 and 255"};
+                        }
+                        prop.length_max = static_cast<std::size_t>(pv.get_int64().value_unsafe());
+                    } else {
+                        return input_error{where + "." + std::string(pk), "is not a field of a property (name, type, length)"};
+                    }
+                }
+                d.properties.push_back(std::move(prop));
+            }
+        } else {
+            return input_error{std::string(key), "is not a field of an index (name, kind, properties, shard_on)"};
+        }
+    }
+    if (!gw.entities || !gw.entities->declared(d.kind)) return input_error{"kind", "must be a declared entity kind"};
+    if (shard_on.empty() && d.properties.size() == 1) shard_on = d.properties[0].name;
+    d.shard_on = d.properties.size();
+    for (std::size_t i = 0; i < d.properties.size(); ++i) {
+        if (d.properties[i].name == shard_on) d.shard_on = i;
+    }
+    if (auto why = core::check_index_def(d)) {
+        const auto colon = why->find(':');
+        return input_error{why->substr(0, colon), why->substr(colon + 2)};
+    }
+    return d;
+}
+
+// Journals a definition op and waits (bounded) until every shard applied it, then refreshes.
+asio::awaitable<response> async_write_def(gateway& gw, route_context& ctx, core::index_def_op op, http::status ok,
+                                          std::string answer_body) {
+    const auto& req = ctx.req;
+    const auto seq_before = gw.journal.last_seq();
+    std::vector<core::op> ops(1);
+    ops[0].ts = gw.clock.now();
+    ops[0].body = std::move(op);
+    auto journaled = co_await detail::async_journal_write(gw, ctx, std::move(ops));
+    if (journaled.result() != http::status::accepted) co_return journaled;
+    std::vector<core::shard_index> all;
+    for (core::shard_index s = 0; s < gw.map.size(); ++s) all.push_back(s);
+    const auto seq = gw.journal.last_seq();
+    auto behind = co_await detail::async_wait_applied(gw, std::max(seq, seq_before + 1), std::move(all), gw.lim.applied_wait_max);
+    co_await gw.indexes->async_refresh(gw);
+    if (!behind.empty()) {
+        // Journaled (it will apply when the shards can), but not yet everywhere.
+        journaled.body() = answer_body;
+        journaled.prepare_payload();
+        co_return journaled;
+    }
+    co_return json_response(ok, std::move(answer_body), req);
+}
+
+asio::awaitable<response> async_create_index(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    if (!ctx.query.empty()) co_return bad_field(req, "query", "this route takes its arguments in the body");
+    auto parsed = parse_def(gw, req.body());
+    if (auto* e = std::get_if<input_error>(&parsed)) co_return bad_field(req, e->field, e->detail);
+    auto& def = std::get<core::index_def>(parsed);
+    co_await gw.indexes->async_refresh(gw);
+    if (auto existing = gw.indexes->find(def.name)) {
+        co_return problem(http::status::conflict, "index-exists", "Index exists",
+                          fmt::format("index {} exists ({}); drop it first to define it again", def.name, render_def(*existing)),
+                          "name", req.version(), req.keep_alive());
+    }
+    core::index_def_op op{def.name, false, core::encode_index_def(def)};
+    co_return co_await async_write_def(gw, ctx, std::move(op), http::status::created, render_def(def));
+}
+
+asio::awaitable<response> async_drop_index(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    const std::string name(ctx.params.get("name").value_or(""));
+    co_await gw.indexes->async_refresh(gw);
+    if (!gw.indexes->find(name)) {
+        co_return problem(http::status::not_found, "unknown-index", "Unknown index", fmt::format("no index '{}'", name), "name",
+                          req.version(), req.keep_alive());
+    }
+    core::index_def_op op{name, true, {}};
+    co_return co_await async_write_def(gw, ctx, std::move(op), http::status::ok, fmt::format(R"({{"dropped":"{}"}})", name));
+}
+
+// ---- queries ------------------------------------------------------------------------------------
+
+struct query_state {
+    std::map<std::string, std::optional<shards::stored_entity>> found;  // by entity id
+};
+
+asio::awaitable<response> async_query(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    const std::string kind(ctx.params.get("kind").value_or(""));
+    const std::string name(ctx.params.get("index").value_or(""));
+    if (!gw.entities || !gw.entities->declared(kind)) {
+        co_return problem(http::status::not_found, "unknown-kind", "Unknown entity kind",
+                          fmt::format("no entity kind '{}' is declared", kind), "kind", req.version(), req.keep_alive());
+    }
+    auto def = gw.indexes->find(name);
+    if (!def || def->kind != kind) {
+        co_return problem(http::status::not_found, "unknown-index", "Unknown index",
+                          fmt::format("no index '{}' of kind {}", name, kind), "index", req.version(), req.keep_alive());
+    }
+    std::vector<std::string_view> known(std::begin(query_fixed_params), std::end(query_fixed_params));
+    for (const auto& p : def->properties) known.push_back(p.name);
+    if (auto e = detail::unknown_query_param(ctx.query, known)) co_return bad_field(req, e->field, e->detail);
+    std::vector<core::index_value> values;
+    for (const auto& p : def->properties) {
+        auto text = ctx.query_param(p.name);
+        if (!text) co_return bad_field(req, p.name, fmt::format("is required: index {} answers equality on all its properties", name));
+        auto v = detail::index_value_of_text(p, *text);
+        if (auto* why = std::get_if<std::string>(&v)) co_return bad_field(req, p.name, *why);
+        values.push_back(std::get<core::index_value>(std::move(v)));
+    }
+    std::size_t limit = std::min<std::size_t>(100, gw.lim.page_limit_max);
+    if (auto l = ctx.query_param("limit")) {
+        auto v = detail::parse_uint(*l, 1, gw.lim.page_limit_max);
+        if (!v) co_return bad_field(req, "limit", fmt::format("must be an integer between 1 and {}", gw.lim.page_limit_max));
+        limit = static_cast<std::size_t>(*v);
+    }
+    std::optional<std::string> after;
+    if (auto c = ctx.query_param("cursor")) {
+        auto id = core::parse_id16(*c);
+        if (!id) co_return bad_field(req, "cursor", "must be a next_cursor returned by this route, unchanged");
+        after = std::string(core::id16_bytes(*id));
+    }
+    const core::shard_index index_shard = gw.map.shard_of_hash(core::index_value_hash(values[def->shard_on]));
+    auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
+    if (auto* e = std::get_if<input_error>(&w)) co_return bad_field(req, e->field, e->detail);
+    const auto& wp = std::get<detail::wait_params>(w);
+    if (wp.after) {
+        // The index row's shard and, since the entities may live anywhere, every shard.
+        std::vector<core::shard_index> all;
+        for (core::shard_index s = 0; s < gw.map.size(); ++s) all.push_back(s);
+        auto behind = co_await detail::async_wait_applied(gw, *wp.after, std::move(all), wp.timeout);
+        if (!behind.empty()) co_return detail::not_applied_problem(req, *wp.after, behind, wp.timeout, "");
+    }
+
+    // Index rows in id order, entities fetched by their shards, each re-filtered; until the page
+    // is full, the index is exhausted, or the scan budget is spent.
+    // One matching entity beyond the page tells whether another page follows.
+    std::vector<std::pair<std::string, std::string>> page;  // (id, rendered entity)
+    std::size_t rows_read = 0;
+    std::size_t stale = 0;
+    while (page.size() <= limit) {
+        if (rows_read >= gw.lim.set_scan_rows_max) {
+            co_return problem(http::status::unprocessable_entity, "index-scan-budget", "Index query too expensive",
+                              fmt::format("more than {} index rows were read without filling the page (limits.set_scan_rows_max); "
+                                          "the index holds many stale rows: run the cleaner",
+                                          gw.lim.set_scan_rows_max),
+                              std::nullopt, req.version(), req.keep_alive());
+        }
+        const std::size_t want = limit + 1 - page.size();
+        auto lease = co_await gw.read_pools.at(index_shard)->async_acquire();
+        if (!lease) co_return detail::shard_problem(req, lease.error());
+        auto ids = co_await shards::async_scan_index(*lease.value(), *def, values, after, want);
+        lease.value().reset();
+        if (!ids) co_return detail::shard_problem(req, ids.error());
+        rows_read += ids.value().size();
+        if (ids.value().empty()) break;
+        // Fetch the entities, grouped by their shards.
+        std::map<core::shard_index, std::vector<std::string>> by_shard;
+        for (const auto& id : ids.value()) by_shard[gw.map.shard_of_hash(core::hash_bytes(id))].push_back(id);
+        auto st = std::make_shared<query_state>();
+        std::vector<core::shard_index> shards;
+        for (const auto& [s, _] : by_shard) shards.push_back(s);
+        auto groups = std::make_shared<std::map<core::shard_index, std::vector<std::string>>>(std::move(by_shard));
+        auto task = [&gw, st, groups, kind](core::shard_index s) -> asio::awaitable<core::result<void>> {
+            auto l = co_await gw.read_pools.at(s)->async_acquire();
+            if (!l) co_return l.error();
+            const auto& g = groups->at(s);
+            auto r = co_await shards::async_get_entities(*l.value(), kind, g);
+            if (!r) co_return r.error();
+            for (std::size_t i = 0; i < g.size(); ++i) st->found[g[i]] = std::move(r.value()[i]);
+            co_return core::success();
+        };
+        if (auto ec = co_await detail::async_fan_out(shards, task, gw.lim.query_timeout + gw.lim.connect_timeout)) {
+            co_return detail::shard_problem(req, ec);
+        }
+        for (const auto& id : ids.value()) {
+            if (page.size() > limit) break;
+            after = id;
+            const auto& e = st->found[id];
+            std::optional<std::string> json_body;
+            bool keep = false;
+            if (e && !e->deleted) {
+                json_body = detail::stored_body_json(e->body);
+                simdjson::dom::element root;
+                if (json_body && !detail::parse_json(*json_body, root)) {
+                    auto now = detail::index_values_of(*def, root);
+                    const auto* v = std::get_if<std::optional<std::vector<core::index_value>>>(&now);
+                    keep = v && *v && **v == values;
+                }
+            }
+            if (!keep) {
+                ++stale;  // a stale index row: the entity changed or went away since
+                continue;
+            }
+            page.emplace_back(id, fmt::format(R"({{"id":"{}","body":{},"ts":"{}","ts_ms":{}}})", core::format_id16_bytes(id),
+                                              *json_body, e->ts, core::hlc_ms(e->ts)));
+        }
+        if (ids.value().size() < want) break;
+    }
+    const bool more = page.size() > limit;
+    if (more) page.pop_back();
+    std::string out = fmt::format(R"({{"kind":"{}","index":"{}","entities":[)", kind, name);
+    for (std::size_t i = 0; i < page.size(); ++i) out += (i ? "," : "") + page[i].second;
+    out += R"(],"next_cursor":)";
+    out += more ? fmt::format("\"{}\"", core::format_id16_bytes(page.back().first)) : std::string("null");
+    fmt::format_to(std::back_inserter(out), R"(,"index_rows_read":{},"stale_rows_skipped":{}}})", rows_read, stale);
+    co_return json_response(http::status::ok, std::move(out), req);
+}
+
+}  // namespace
+
+void add_index_routes(router& r, gateway& gw) {
+    r.add(http::verb::post, "/v1/indexes", core::role::admin, [&gw](route_context& ctx) { return async_create_index(gw, ctx); });
+    r.add(http::verb::get, "/v1/indexes", core::role::read, [&gw](route_context& ctx) -> asio::awaitable<response> {
+        co_await gw.indexes->async_refresh(gw);
+        std::string out = R"({"indexes":[)";
+        const auto all = gw.indexes->all();
+        for (std::size_t i = 0; i < all.size(); ++i) out += (i ? "," : "") + render_def(all[i]);
+        out += "]}";
+        co_return json_response(http::status::ok, std::move(out), ctx.req);
+    });
+    r.add(http::verb::delete_, "/v1/indexes/{name}", core::role::admin,
+          [&gw](route_context& ctx) { return async_drop_index(gw, ctx); });
+    r.add(http::verb::get, "/v1/entities/{kind}/by/{index}", core::role::read,
+          [&gw](route_context& ctx) { return async_query(gw, ctx); });
+}
+
+}  // namespace cairn::net

@@ -1,0 +1,59 @@
+// Entity indexes on one shard (issue 5): the index_defs table (every shard holds every
+// definition, last writer wins by ts), the index tables, the index rows an entity batch writes,
+// and the index reads. The caller owns the connection. Any executor.
+#pragma once
+
+#include <utility>  // Boost 1.74's awaitable.hpp forgets it.
+
+#include "core/indexes.hpp"
+#include "core/op.hpp"
+#include "core/result.hpp"
+#include "core/shard_map.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace cairn::shards {
+
+class mariadb_conn;
+
+// The index_defs table, if missing. Errors: those of mariadb_conn.
+boost::asio::awaitable<core::result<void>> async_create_index_schema(mariadb_conn& conn);
+
+// Applies index definition ops: the newest (ts) create or drop of each name wins in index_defs;
+// then the index table is created (CREATE TABLE IF NOT EXISTS) or dropped, after the commit
+// (DDL commits implicitly). Idempotent and commutative. Errors: those of mariadb_conn.
+boost::asio::awaitable<core::result<void>> async_apply_index_defs(mariadb_conn& conn, std::span<const core::op* const> ops);
+
+// One definition as stored, dropped ones included (their definition is empty).
+struct stored_index_def {
+    std::string name;
+    std::uint64_t ts = 0;
+    bool dropped = false;
+    std::optional<core::index_def> def;  // nullopt when dropped
+};
+boost::asio::awaitable<core::result<std::vector<stored_index_def>>> async_read_index_defs(mariadb_conn& conn);
+
+// Within the caller's transaction: writes the index rows of the entity ops' entries that live on
+// this shard (shard_of_hash(entry.shard_hash) == shard), for indexes live in this shard's
+// index_defs (entries of a dropped or unknown index are skipped). A row keeps the greatest ts;
+// deleted follows the newest. Errors: those of mariadb_conn.
+boost::asio::awaitable<core::result<void>> async_write_index_rows(mariadb_conn& conn, const core::shard_map& map,
+                                                                  core::shard_index shard,
+                                                                  std::span<const core::op* const> ops);
+
+// The entity ids of an index's live rows with the given values (all properties, in key order),
+// ascending, greater than `after` (nullopt: from the first), at most limit: one range read of
+// the primary key.
+boost::asio::awaitable<core::result<std::vector<std::string>>> async_scan_index(mariadb_conn& conn,
+                                                                                const core::index_def& def,
+                                                                                std::vector<core::index_value> values,
+                                                                                std::optional<std::string> after,
+                                                                                std::size_t limit);
+
+}  // namespace cairn::shards

@@ -1,0 +1,156 @@
+// Entity indexes end to end (issue 5) through the real cairnd and real shards: definitions
+// created at run time and kept on the shards across a restart; FriendFeed's entries by user_id;
+// queries that page by cursor and re-filter the canonical entity, so that a stale index row
+// (the entity moved to another user, or was deleted) never produces a wrong result; values that
+// do not fit the index are refused at write time; a dropped index answers no more.
+#include "tests/support/cairnd_fixture.hpp"
+#include "tests/support/e2e.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+namespace cairn::test {
+namespace {
+
+using json = nlohmann::json;
+const std::string alice = "0000000000000000000000000000000a";
+const std::string bob = "0000000000000000000000000000000b";
+
+std::string entry_id(int i) { return fmt::format("{:032x}", 0x1000 + i); }
+std::string uuid(const std::string& hex) {
+    return fmt::format("{}-{}-{}-{}-{}", hex.substr(0, 8), hex.substr(8, 4), hex.substr(12, 4), hex.substr(16, 4), hex.substr(20));
+}
+
+class entity_indexes_http : public cairnd_test {
+protected:
+    static cairnd_options options() {
+        cairnd_options o;
+        o.extra_toml = "[entities]\nkinds = [\"entry\", \"user\"]\n";
+        return o;
+    }
+    simple_reply send(const std::string& method, const std::string& target, const std::string& body = "",
+                      std::uint16_t on = 0) {
+        auto r = http_request(on ? on : port(), method, target, body);
+        if (!r) {
+            ADD_FAILURE() << method << " " << target << ": no answer";
+            return {};
+        }
+        return *r;
+    }
+    void put_entry(int i, const std::string& user, const std::string& title) {
+        const auto r = send("PUT", fmt::format("/v1/entities/entry/{}?wait=applied", entry_id(i)),
+                            fmt::format(R"({{"user_id": "{}", "title": "{}", "link": "http://example.com/{}"}})", user, title, i));
+        ASSERT_EQ(r.status, 202) << r.body;
+    }
+    // Every entity id of a user's entries, walking pages of `limit`.
+    std::vector<std::string> entries_of(const std::string& user, std::size_t limit, std::size_t* stale = nullptr) {
+        std::vector<std::string> ids;
+        std::string cursor;
+        for (int pages = 0; pages < 100; ++pages) {
+            const auto r = send("GET", fmt::format("/v1/entities/entry/by/entries_by_user?user_id={}&limit={}{}", user, limit,
+                                                   cursor.empty() ? "" : "&cursor=" + cursor));
+            EXPECT_EQ(r.status, 200) << r.body;
+            if (r.status != 200) break;
+            const auto j = json::parse(r.body);
+            EXPECT_LE(j["entities"].size(), limit);
+            for (const auto& e : j["entities"]) {
+                EXPECT_EQ(e["body"]["user_id"], user) << "a query answered an entity that does not match";
+                ids.push_back(e["id"]);
+            }
+            if (stale) *stale += j["stale_rows_skipped"].get<std::size_t>();
+            if (j["next_cursor"].is_null()) break;
+            cursor = j["next_cursor"];
+        }
+        return ids;
+    }
+};
+
+TEST_F(entity_indexes_http, entries_by_user_stay_exact_through_moves_deletes_and_a_restart) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    start_cairnd("cairn_e2e_indexes", options());
+    auto created = send("POST", "/v1/indexes",
+                        R"({"name": "entries_by_user", "kind": "entry", "properties": [{"name": "user_id", "type": "id"}],
+                            "shard_on": "user_id"})");
+    ASSERT_EQ(created.status, 201) << created.body;
+    EXPECT_EQ(json::parse(created.body)["shard_on"], "user_id");
+    EXPECT_EQ(send("POST", "/v1/indexes", R"({"name": "entries_by_user", "kind": "entry", "properties": [{"name": "x", "type": "int"}]})").status,
+              409);
+
+    for (int i = 0; i < 7; ++i) put_entry(i, i < 5 ? alice : bob, fmt::format("post {}", i));
+    std::vector<std::string> expected_alice;
+    for (int i = 0; i < 5; ++i) expected_alice.push_back(uuid(entry_id(i)));
+    EXPECT_EQ(entries_of(alice, 2), expected_alice);
+    EXPECT_EQ(entries_of(bob, 10), (std::vector<std::string>{uuid(entry_id(5)), uuid(entry_id(6))}));
+
+    // Entry 1 moves to bob, entry 3 is deleted: alice's index rows for them are stale now, and the
+    // queries skip them after re-reading the entities.
+    put_entry(1, bob, "moved");
+    ASSERT_EQ(send("DELETE", fmt::format("/v1/entities/entry/{}?wait=applied", entry_id(3))).status, 202);
+    std::size_t stale = 0;
+    EXPECT_EQ(entries_of(alice, 2, &stale), (std::vector<std::string>{uuid(entry_id(0)), uuid(entry_id(2)), uuid(entry_id(4))}));
+    EXPECT_GE(stale, 2u);  // pages may read a stale row twice (each page looks one match ahead)
+    EXPECT_EQ(entries_of(bob, 10), (std::vector<std::string>{uuid(entry_id(1)), uuid(entry_id(5)), uuid(entry_id(6))}));
+
+    // A value that does not fit the index is refused at write time, naming the property.
+    auto bad = send("PUT", fmt::format("/v1/entities/entry/{}", entry_id(9)), R"({"user_id": "not-an-id"})");
+    EXPECT_EQ(bad.status, 400) << bad.body;
+    EXPECT_EQ(json::parse(bad.body)["field"], "body.user_id");
+    // Without the property the entity is simply not in the index.
+    ASSERT_EQ(send("PUT", fmt::format("/v1/entities/entry/{}?wait=applied", entry_id(8)), R"({"title": "anonymous"})").status, 202);
+
+    // The definition is on the shards: a new gateway knows it.
+    EXPECT_EQ(cairnd_->terminate(), 0);
+    cairnd_options o = options();
+    o.database = "cairn_e2e_indexes";
+    cairnd_ = std::make_unique<cairnd_process>(o);
+    ASSERT_TRUE(cairnd_->start()) << cairnd_->log_tail();
+    const auto list = json::parse(send("GET", "/v1/indexes").body);
+    ASSERT_EQ(list["indexes"].size(), 1u) << list.dump();
+    EXPECT_EQ(list["indexes"][0]["name"], "entries_by_user");
+    EXPECT_EQ(entries_of(bob, 1), (std::vector<std::string>{uuid(entry_id(1)), uuid(entry_id(5)), uuid(entry_id(6))}));
+
+    // Dropped: no more queries, and the name is free again.
+    ASSERT_EQ(send("DELETE", "/v1/indexes/entries_by_user").status, 200);
+    EXPECT_EQ(send("GET", fmt::format("/v1/entities/entry/by/entries_by_user?user_id={}", alice)).status, 404);
+    EXPECT_EQ(json::parse(send("GET", "/v1/indexes").body)["indexes"].size(), 0u);
+    ASSERT_EQ(send("PUT", fmt::format("/v1/entities/entry/{}?wait=applied", entry_id(0)), R"({"user_id": 5})").status, 202);
+}
+
+TEST_F(entity_indexes_http, bad_definitions_and_queries_are_4xx_naming_the_field) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    start_cairnd("cairn_e2e_indexes_bad", options());
+    const struct {
+        std::string body;
+        std::string field;
+    } defs[] = {
+        {R"({"name": "x", "kind": "trip", "properties": [{"name": "a", "type": "int"}]})", "kind"},
+        {R"({"name": "X-Y", "kind": "user", "properties": [{"name": "a", "type": "int"}]})", "name"},
+        {R"({"name": "x", "kind": "user", "properties": [{"name": "a", "type": "float"}]})", "properties[0].type"},
+        {R"({"name": "x", "kind": "user", "properties": [{"name": "a", "type": "string"}]})", "properties[0].length"},
+        {R"({"name": "x", "kind": "user", "properties": []})", "properties"},
+        {R"({"name": "x", "kind": "user", "properties": [{"name": "a", "type": "int"}, {"name": "b", "type": "int"}]})", "shard_on"},
+        {R"({"name": "x", "kind": "user", "properties": [{"name": "a", "type": "int"}], "unique": true})", "unique"},
+    };
+    for (const auto& d : defs) {
+        const auto r = send("POST", "/v1/indexes", d.body);
+        EXPECT_EQ(r.status, 400) << d.body << " -> " << r.body;
+        EXPECT_EQ(json::parse(r.body, nullptr, false).value("field", std::string()), d.field) << d.body << " -> " << r.body;
+    }
+    // The second example's limits: username up to 20 bytes, email up to 254.
+    ASSERT_EQ(send("POST", "/v1/indexes", R"({"name": "users_by_username", "kind": "user",
+                                              "properties": [{"name": "username", "type": "string", "length": 20}]})").status, 201);
+    auto r = send("PUT", "/v1/entities/user/" + alice, fmt::format(R"({{"username": "{}"}})", std::string(21, 'u')));
+    EXPECT_EQ(r.status, 400) << r.body;
+    EXPECT_EQ(json::parse(r.body)["field"], "body.username");
+    EXPECT_EQ(send("PUT", "/v1/entities/user/" + alice + "?wait=applied", fmt::format(R"({{"username": "{}"}})", std::string(20, 'u'))).status, 202);
+    EXPECT_EQ(send("GET", "/v1/entities/user/by/users_by_username").status, 400);  // the value is required
+    EXPECT_EQ(send("GET", "/v1/entities/user/by/users_by_username?username=" + std::string(21, 'u')).status, 400);
+    EXPECT_EQ(send("GET", "/v1/entities/user/by/nope?username=a").status, 404);
+    const auto found = json::parse(send("GET", "/v1/entities/user/by/users_by_username?username=" + std::string(20, 'u')).body);
+    ASSERT_EQ(found["entities"].size(), 1u) << found.dump();
+    EXPECT_EQ(send("DELETE", "/v1/indexes/nope").status, 404);
+}
+
+}  // namespace
+}  // namespace cairn::test
