@@ -12,6 +12,7 @@
 #include "net/admin_routes.hpp"
 #include "net/auth.hpp"
 #include "net/gateway.hpp"
+#include "net/cleaner.hpp"
 #include "net/http_server.hpp"
 #include "net/index_registry.hpp"
 #include "net/router.hpp"
@@ -170,6 +171,8 @@ int main(int argc, char** argv) {
     net::gateway gw{jn, clock, map, {}, {}, cfg.lim, metrics, {}, counters.get(), cells.get(), entities.get()};
     net::index_registry indexes;
     gw.indexes = &indexes;
+    net::cleaner index_cleaner(ioc.get_executor(), gw, metrics);
+    gw.index_cleaner = &index_cleaner;
     for (auto& p : read_pools) gw.read_pools.push_back(p.get());
     for (auto& w : workers) gw.workers.push_back(w.get());
     for (auto& b : get_batchers) gw.get_batchers.push_back(b.get());
@@ -212,6 +215,7 @@ int main(int argc, char** argv) {
         health.cancel();
         server.stop();
         indexes.stop();
+        index_cleaner.stop();
         for (auto& w : workers) w->stop();
         for (auto& p : read_pools) p->close_all();
         for (auto& p : apply_pools) p->close_all();

@@ -26,6 +26,7 @@ class edge_get_batcher;
 namespace cairn::net {
 
 class index_registry;
+class cleaner;
 
 struct gateway {
     journal::journal& journal;
@@ -40,6 +41,7 @@ struct gateway {
     const core::cell_config* cells = nullptr;                    // the declared cell tables (none: nullptr)
     const core::entity_config* entities = nullptr;               // the declared entity kinds (none: nullptr)
     index_registry* indexes = nullptr;                           // entity index definitions (net/index_registry.hpp)
+    cleaner* index_cleaner = nullptr;                            // index back-fill and repair (net/cleaner.hpp)
 };
 
 }  // namespace cairn::net

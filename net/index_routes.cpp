@@ -11,6 +11,7 @@
 #include "net/detail/journal_write.hpp"
 #include "net/detail/json_escape.hpp"
 #include "net/detail/json_parse.hpp"
+#include "net/cleaner.hpp"
 #include "net/gateway.hpp"
 #include "net/index_registry.hpp"
 #include "net/problem.hpp"
@@ -32,6 +33,7 @@ namespace asio = boost::asio;
 using detail::bad_field;
 
 constexpr std::string_view query_fixed_params[] = {"limit", "cursor", "after", "timeout_ms"};
+constexpr std::size_t cleaner_rate_default = 20'000;  // rows per second a cleaner run reads at most
 
 }  // namespace
 
@@ -233,7 +235,69 @@ asio::awaitable<response> async_create_index(gateway& gw, route_context& ctx) {
                           "name", req.version(), req.keep_alive());
     }
     core::index_def_op op{def.name, false, core::encode_index_def(def)};
-    co_return co_await async_write_def(gw, ctx, std::move(op), http::status::created, render_def(def));
+    auto res = co_await async_write_def(gw, ctx, std::move(op), http::status::created, render_def(def));
+    // A new index starts empty: its back-fill runs at once (the entities written from now on
+    // carry its rows themselves).
+    if (res.result() == http::status::created && gw.index_cleaner) gw.index_cleaner->start(def, cleaner_rate_default);
+    co_return res;
+}
+
+std::string render_progress(const cleaner_progress& p) {
+    const auto now = p.finished_ms ? p.finished_ms : core::system_wall_clock_ms();
+    const double elapsed_s = static_cast<double>(now - std::min(now, p.started_ms)) / 1000.0;
+    const double rate = elapsed_s > 0 ? static_cast<double>(p.scanned) / elapsed_s : 0.0;
+    const auto left = p.total > p.scanned ? p.total - p.scanned : 0;
+    std::string eta = "null";
+    if (p.state == "running" && rate > 0) eta = fmt::format("{:.1f}", static_cast<double>(left) / rate);
+    if (p.state == "done") eta = "0";
+    std::string out = fmt::format(
+        R"({{"index":"{}","state":"{}","phase":"{}","rows_scanned":{},"rows_total":{},"rows_added":{},"rows_removed":{},)"
+        R"("rate_rows_per_s":{:.1f},"eta_s":{},"throttle_rows_per_s":{},"started_ms":{},"finished_ms":{},"error":)",
+        p.index, p.state, p.phase, p.scanned, p.total, p.rows_added, p.rows_removed, rate, eta, p.rows_per_s, p.started_ms,
+        p.finished_ms ? std::to_string(p.finished_ms) : std::string("null"));
+    if (p.error.empty()) {
+        out += "null";
+    } else {
+        detail::append_json_string(out, p.error);
+    }
+    out += '}';
+    return out;
+}
+
+// POST /v1/indexes/{name}/clean?rate=: starts the cleaner; GET: its progress on this gateway.
+asio::awaitable<response> async_clean(gateway& gw, route_context& ctx, bool start) {
+    const auto& req = ctx.req;
+    const std::string name(ctx.params.get("name").value_or(""));
+    constexpr std::string_view params[] = {"rate"};
+    if (auto e = detail::unknown_query_param(ctx.query, start ? std::span(params) : std::span<const std::string_view>{})) {
+        co_return bad_field(req, e->field, e->detail);
+    }
+    if (start) {
+        co_await gw.indexes->async_refresh(gw);
+        auto def = gw.indexes->find(name);
+        if (!def) {
+            co_return problem(http::status::not_found, "unknown-index", "Unknown index", fmt::format("no index '{}'", name),
+                              "name", req.version(), req.keep_alive());
+        }
+        std::size_t rate = cleaner_rate_default;
+        if (auto r = ctx.query_param("rate")) {
+            auto v = detail::parse_uint(*r, 1, 10'000'000);
+            if (!v) co_return bad_field(req, "rate", "must be rows per second, between 1 and 10000000");
+            rate = static_cast<std::size_t>(*v);
+        }
+        if (!gw.index_cleaner->start(*def, rate)) {
+            co_return problem(http::status::conflict, "cleaner-running", "Cleaner running",
+                              fmt::format("the cleaner of index {} is running; see GET /v1/indexes/{}/clean", name, name),
+                              "name", req.version(), req.keep_alive());
+        }
+    }
+    auto p = gw.index_cleaner->progress(name);
+    if (!p) {
+        co_return problem(http::status::not_found, "no-cleaner-run", "No cleaner run",
+                          fmt::format("the cleaner of index {} has not run on this gateway", name), "name", req.version(),
+                          req.keep_alive());
+    }
+    co_return json_response(start ? http::status::accepted : http::status::ok, render_progress(*p), req);
 }
 
 asio::awaitable<response> async_drop_index(gateway& gw, route_context& ctx) {
@@ -391,6 +455,10 @@ void add_index_routes(router& r, gateway& gw) {
     });
     r.add(http::verb::delete_, "/v1/indexes/{name}", core::role::admin,
           [&gw](route_context& ctx) { return async_drop_index(gw, ctx); });
+    r.add(http::verb::post, "/v1/indexes/{name}/clean", core::role::admin,
+          [&gw](route_context& ctx) { return async_clean(gw, ctx, true); });
+    r.add(http::verb::get, "/v1/indexes/{name}/clean", core::role::read,
+          [&gw](route_context& ctx) { return async_clean(gw, ctx, false); });
     r.add(http::verb::get, "/v1/entities/{kind}/by/{index}", core::role::read,
           [&gw](route_context& ctx) { return async_query(gw, ctx); });
 }

@@ -150,6 +150,27 @@ asio::awaitable<core::result<std::vector<std::optional<stored_entity>>>> async_g
     co_return out;
 }
 
+asio::awaitable<core::result<std::vector<stored_entity>>> async_scan_entities_by_updated(
+    mariadb_conn& conn, std::string kind, std::optional<std::pair<std::uint64_t, std::string>> before, std::size_t limit) {
+    std::string sql = fmt::format("SELECT {} FROM entities WHERE kind = ", entity_columns);
+    append_hex(sql, kind);
+    if (before) {
+        fmt::format_to(std::back_inserter(sql), " AND (ts < {} OR (ts = {} AND id < ", before->first, before->first);
+        append_hex(sql, before->second);
+        sql += "))";
+    }
+    fmt::format_to(std::back_inserter(sql), " ORDER BY ts DESC, id DESC LIMIT {}", limit);
+    co_return co_await async_entities_of(conn, sql);
+}
+
+asio::awaitable<core::result<std::uint64_t>> async_count_entities(mariadb_conn& conn, std::string kind) {
+    std::string sql = "SELECT COUNT(*) FROM entities WHERE kind = ";
+    append_hex(sql, kind);
+    auto r = co_await conn.async_query(sql);
+    if (!r) co_return r.error();
+    co_return r.value().uint64_at(0, 0);
+}
+
 asio::awaitable<core::result<std::vector<stored_entity>>> async_dump_entities(mariadb_conn& conn) {
     co_return co_await async_entities_of(conn, fmt::format("SELECT {} FROM entities ORDER BY kind, id", entity_columns));
 }

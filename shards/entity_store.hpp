@@ -46,6 +46,13 @@ struct stored_entity {
 boost::asio::awaitable<core::result<std::vector<std::optional<stored_entity>>>> async_get_entities(
     mariadb_conn& conn, std::string kind, std::span<const std::string> ids);
 
+// The cleaner's walk: up to limit rows of a kind (tombstones included), most recently updated
+// first, before (ts, id) `before` (nullopt: from the newest). Uses the by_updated key.
+boost::asio::awaitable<core::result<std::vector<stored_entity>>> async_scan_entities_by_updated(
+    mariadb_conn& conn, std::string kind, std::optional<std::pair<std::uint64_t, std::string>> before, std::size_t limit);
+// The number of rows of a kind on this shard (tombstones included): the cleaner's total.
+boost::asio::awaitable<core::result<std::uint64_t>> async_count_entities(mariadb_conn& conn, std::string kind);
+
 // Test helper: every row on the connection's shard, by (kind, id).
 boost::asio::awaitable<core::result<std::vector<stored_entity>>> async_dump_entities(mariadb_conn& conn);
 

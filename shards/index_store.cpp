@@ -219,4 +219,67 @@ asio::awaitable<core::result<std::vector<std::string>>> async_scan_index(mariadb
     co_return out;
 }
 
+asio::awaitable<core::result<void>> async_put_index_rows(mariadb_conn& conn, const core::index_def& def,
+                                                         const std::vector<index_row>& rows) {
+    if (rows.empty()) co_return core::success();
+    std::string sql = fmt::format("INSERT INTO {} (", def.sql_name());
+    for (std::size_t i = 0; i < def.properties.size(); ++i) fmt::format_to(std::back_inserter(sql), "p{}, ", i);
+    sql += "entity_id, ts, deleted) VALUES ";
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        sql += r ? ",(" : "(";
+        for (const auto& v : rows[r].values) {
+            append_value(sql, v);
+            sql += ',';
+        }
+        append_hex(sql, rows[r].entity_id);
+        fmt::format_to(std::back_inserter(sql), ",{},{})", rows[r].ts, rows[r].deleted ? 1 : 0);
+    }
+    sql += " ON DUPLICATE KEY UPDATE deleted = IF(VALUES(ts) > ts, VALUES(deleted), deleted), ts = GREATEST(ts, VALUES(ts))";
+    co_return co_await conn.async_execute(sql);
+}
+
+asio::awaitable<core::result<std::uint64_t>> async_count_index_rows(mariadb_conn& conn, const core::index_def& def) {
+    auto r = co_await conn.async_query(fmt::format("SELECT COUNT(*) FROM {}", def.sql_name()));
+    if (!r) co_return r.error();
+    co_return r.value().uint64_at(0, 0);
+}
+
+asio::awaitable<core::result<std::vector<index_row>>> async_scan_index_rows(mariadb_conn& conn, const core::index_def& def,
+                                                                           std::optional<index_row> after, std::size_t limit) {
+    std::string cols;
+    for (std::size_t i = 0; i < def.properties.size(); ++i) fmt::format_to(std::back_inserter(cols), "p{}, ", i);
+    std::string sql = fmt::format("SELECT {}entity_id, ts, deleted FROM {}", cols, def.sql_name());
+    if (after) {
+        // Row-constructor comparison on the whole primary key: one range read.
+        sql += " WHERE (" + cols + "entity_id) > (";
+        for (const auto& v : after->values) {
+            append_value(sql, v);
+            sql += ',';
+        }
+        append_hex(sql, after->entity_id);
+        sql += ')';
+    }
+    fmt::format_to(std::back_inserter(sql), " ORDER BY {}entity_id LIMIT {}", cols, limit);
+    auto r = co_await conn.async_query(sql);
+    if (!r) co_return r.error();
+    std::vector<index_row> out;
+    const std::size_t n = def.properties.size();
+    for (std::size_t i = 0; i < r.value().size(); ++i) {
+        index_row row;
+        for (std::size_t c = 0; c < n; ++c) {
+            const auto type = def.properties[c].type;
+            if (type == core::index_value_type::integer || type == core::index_value_type::boolean) {
+                row.values.emplace_back(r.value().int64_at(i, c));
+            } else {
+                row.values.emplace_back(std::string(*r.value().at(i, c)));
+            }
+        }
+        row.entity_id = std::string(*r.value().at(i, n));
+        row.ts = r.value().uint64_at(i, n + 1);
+        row.deleted = r.value().uint64_at(i, n + 2) != 0;
+        out.push_back(std::move(row));
+    }
+    co_return out;
+}
+
 }  // namespace cairn::shards

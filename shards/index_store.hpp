@@ -56,4 +56,31 @@ boost::asio::awaitable<core::result<std::vector<std::string>>> async_scan_index(
                                                                                 std::optional<std::string> after,
                                                                                 std::size_t limit);
 
+// ---- the cleaner's reads and writes (net/cleaner.hpp) -------------------------------------------
+
+// One index row as stored.
+struct index_row {
+    std::vector<core::index_value> values;  // in key order
+    std::string entity_id;                  // 16 bytes
+    std::uint64_t ts = 0;
+    bool deleted = false;
+    friend bool operator==(const index_row&, const index_row&) = default;
+};
+
+// Writes rows straight into the index table (the cleaner's repairs): a row keeps the greatest
+// ts and the deleted flag of the newest, exactly as rows written by entity ops, so repairs and
+// live writes commute. Errors: those of mariadb_conn (a missing table: the index was dropped).
+boost::asio::awaitable<core::result<void>> async_put_index_rows(mariadb_conn& conn, const core::index_def& def,
+                                                                const std::vector<index_row>& rows);
+
+// The rows of the index table on this shard (tombstones included): the cleaner's total.
+boost::asio::awaitable<core::result<std::uint64_t>> async_count_index_rows(mariadb_conn& conn, const core::index_def& def);
+
+// Up to limit rows of the index table after `after` (nullopt: from the first) in primary-key
+// order, tombstones included. Errors: those of mariadb_conn.
+boost::asio::awaitable<core::result<std::vector<index_row>>> async_scan_index_rows(mariadb_conn& conn,
+                                                                                  const core::index_def& def,
+                                                                                  std::optional<index_row> after,
+                                                                                  std::size_t limit);
+
 }  // namespace cairn::shards

@@ -1,0 +1,256 @@
+#include "net/cleaner.hpp"
+
+#include "core/hlc.hpp"
+#include "core/log_task_end.hpp"
+#include "core/shard_map.hpp"
+#include "net/detail/body_json.hpp"
+#include "net/detail/index_values.hpp"
+#include "net/detail/json_parse.hpp"
+#include "net/gateway.hpp"
+#include "shards/entity_store.hpp"
+#include "shards/index_store.hpp"
+#include "shards/pool.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+namespace cairn::net {
+namespace {
+
+namespace asio = boost::asio;
+
+constexpr std::size_t page_rows = 500;
+
+// The index values of a stored entity body now, or nullopt (not in the index / undecodable).
+std::optional<std::vector<core::index_value>> values_of(const core::index_def& def, const shards::stored_entity& e) {
+    if (e.deleted) return std::nullopt;
+    auto json = detail::stored_body_json(e.body);
+    if (!json) return std::nullopt;
+    simdjson::dom::element root;
+    if (detail::parse_json(*json, root) || !root.is_object()) return std::nullopt;
+    auto v = detail::index_values_of(def, root);
+    auto* values = std::get_if<std::optional<std::vector<core::index_value>>>(&v);
+    if (!values) return std::nullopt;  // a value that does not fit: not indexable
+    return *values;
+}
+
+}  // namespace
+
+struct cleaner::job {
+    core::index_def def;
+    std::size_t rows_per_s = 0;
+    mutable std::mutex mu;
+    cleaner_progress p;  // guarded by mu
+    core::gauge* g_scanned = nullptr;
+    core::gauge* g_total = nullptr;
+    core::counter* c_added = nullptr;
+    core::counter* c_removed = nullptr;
+
+    template <class F>
+    void update(F f) {
+        std::lock_guard lock(mu);
+        f(p);
+        g_scanned->set(static_cast<double>(p.scanned));
+        g_total->set(static_cast<double>(p.total));
+    }
+};
+
+cleaner::cleaner(asio::any_io_executor ex, gateway& gw, core::registry& metrics)
+    : ex_(std::move(ex)), gw_(gw), metrics_(metrics) {}
+
+cleaner::~cleaner() { stop(); }
+
+bool cleaner::start(const core::index_def& def, std::size_t rows_per_s) {
+    std::lock_guard lock(mu_);
+    auto& slot = jobs_[def.name];
+    if (slot) {
+        std::lock_guard jl(slot->mu);
+        if (slot->p.state == "running") return false;
+    }
+    auto j = std::make_shared<job>();
+    j->def = def;
+    j->rows_per_s = std::max<std::size_t>(rows_per_s, 1);
+    j->p.index = def.name;
+    j->p.started_ms = core::system_wall_clock_ms();
+    j->p.rows_per_s = j->rows_per_s;
+    const core::labels l{{"index", def.name}};
+    j->g_scanned = &metrics_.add_gauge("cairn_cleaner_rows_scanned", "Rows the index's latest cleaner run read so far", l);
+    j->g_total = &metrics_.add_gauge("cairn_cleaner_rows_total", "Rows the index's latest cleaner run has to read", l);
+    j->c_added = &metrics_.add_counter("cairn_cleaner_rows_added_total", "Missing index rows the cleaner wrote", l);
+    j->c_removed = &metrics_.add_counter("cairn_cleaner_rows_removed_total", "Stale index rows the cleaner tombstoned", l);
+    j->g_scanned->set(0);
+    slot = j;
+    asio::co_spawn(ex_, async_run(j), core::log_task_end("cleaner " + def.name));
+    return true;
+}
+
+std::optional<cleaner_progress> cleaner::progress(const std::string& index) const {
+    std::lock_guard lock(mu_);
+    const auto it = jobs_.find(index);
+    if (it == jobs_.end()) return std::nullopt;
+    std::lock_guard jl(it->second->mu);
+    return it->second->p;
+}
+
+void cleaner::stop() { stopping_ = true; }
+
+asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
+    const auto& def = j->def;
+    const std::string kind = def.kind;
+    asio::steady_timer throttle(co_await asio::this_coro::executor);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::uint64_t read = 0;
+    // Sleeps as long as the rows read so far are ahead of rows_per_s.
+    auto pace = [&](std::size_t rows) -> asio::awaitable<void> {
+        read += rows;
+        const auto due = t0 + std::chrono::microseconds(read * 1'000'000 / j->rows_per_s);
+        // In slices, so that stop() ends a slow run within 200 ms.
+        while (!stopping_ && due > std::chrono::steady_clock::now()) {
+            throttle.expires_at(std::min(due, std::chrono::steady_clock::now() + std::chrono::milliseconds(200)));
+            core::error_code ec;
+            co_await throttle.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        }
+    };
+    auto fail = [&](const std::string& what, const core::error_code& ec) {
+        j->update([&](cleaner_progress& p) {
+            p.state = "failed";
+            p.error = fmt::format("{}: {}", what, ec.message());
+            p.finished_ms = core::system_wall_clock_ms();
+        });
+        spdlog::warn("cleaner {}: {}: {}", def.name, what, ec.message());
+    };
+    const auto shards = gw_.map.size();
+
+    // Phase 1: backfill. The total is the kind's entities on every shard.
+    std::uint64_t total = 0;
+    for (core::shard_index s = 0; s < shards; ++s) {
+        auto lease = co_await gw_.read_pools.at(s)->async_acquire();
+        if (!lease) co_return fail(fmt::format("counting entities on shard {}", s), lease.error());
+        auto n = co_await shards::async_count_entities(*lease.value(), kind);
+        if (!n) co_return fail(fmt::format("counting entities on shard {}", s), n.error());
+        total += n.value();
+    }
+    j->update([&](cleaner_progress& p) { p.total = total; });
+    for (core::shard_index s = 0; s < shards; ++s) {
+        std::optional<std::pair<std::uint64_t, std::string>> before;
+        for (;;) {
+            if (stopping_) co_return j->update([](cleaner_progress& p) { p.state = "stopped"; });
+            std::vector<shards::stored_entity> page;
+            {
+                auto lease = co_await gw_.read_pools.at(s)->async_acquire();
+                if (!lease) co_return fail(fmt::format("reading entities on shard {}", s), lease.error());
+                auto r = co_await shards::async_scan_entities_by_updated(*lease.value(), kind, before, page_rows);
+                if (!r) co_return fail(fmt::format("reading entities on shard {}", s), r.error());
+                page = std::move(r.value());
+            }
+            if (page.empty()) break;
+            std::map<core::shard_index, std::vector<shards::index_row>> rows;
+            for (const auto& e : page) {
+                auto values = values_of(def, e);
+                if (!values) continue;
+                const auto target = gw_.map.shard_of_hash(core::index_value_hash((*values)[def.shard_on]));
+                rows[target].push_back({std::move(*values), e.id, e.ts, false});
+            }
+            std::uint64_t added = 0;
+            for (auto& [target, target_rows] : rows) {
+                auto lease = co_await gw_.read_pools.at(target)->async_acquire();
+                if (!lease) co_return fail(fmt::format("writing index rows on shard {}", target), lease.error());
+                auto w = co_await shards::async_put_index_rows(*lease.value(), def, target_rows);
+                if (!w) co_return fail(fmt::format("writing index rows on shard {}", target), w.error());
+                added += target_rows.size();
+            }
+            j->c_added->inc(added);
+            j->update([&](cleaner_progress& p) {
+                p.scanned += page.size();
+                p.rows_added += added;
+            });
+            before = std::pair{page.back().ts, page.back().id};
+            co_await pace(page.size());
+            if (page.size() < page_rows) break;
+        }
+    }
+
+    // Phase 2: stale rows. The total grows by the index rows there are now.
+    std::uint64_t index_rows = 0;
+    for (core::shard_index s = 0; s < shards; ++s) {
+        auto lease = co_await gw_.read_pools.at(s)->async_acquire();
+        if (!lease) co_return fail(fmt::format("counting index rows on shard {}", s), lease.error());
+        auto n = co_await shards::async_count_index_rows(*lease.value(), def);
+        if (!n) co_return fail(fmt::format("counting index rows on shard {}", s), n.error());
+        index_rows += n.value();
+    }
+    j->update([&](cleaner_progress& p) {
+        p.phase = "stale";
+        p.total = p.scanned + index_rows;
+    });
+    for (core::shard_index s = 0; s < shards; ++s) {
+        std::optional<shards::index_row> after;
+        for (;;) {
+            if (stopping_) co_return j->update([](cleaner_progress& p) { p.state = "stopped"; });
+            std::vector<shards::index_row> page;
+            {
+                auto lease = co_await gw_.read_pools.at(s)->async_acquire();
+                if (!lease) co_return fail(fmt::format("reading index rows on shard {}", s), lease.error());
+                auto r = co_await shards::async_scan_index_rows(*lease.value(), def, after, page_rows);
+                if (!r) co_return fail(fmt::format("reading index rows on shard {}", s), r.error());
+                page = std::move(r.value());
+            }
+            if (page.empty()) break;
+            after = page.back();
+            // The entities of the live rows, from their shards.
+            std::map<core::shard_index, std::vector<std::string>> ids;
+            for (const auto& row : page) {
+                if (!row.deleted) ids[gw_.map.shard_of_hash(core::hash_bytes(row.entity_id))].push_back(row.entity_id);
+            }
+            std::map<std::string, shards::stored_entity> entities;
+            for (auto& [home, home_ids] : ids) {
+                auto lease = co_await gw_.read_pools.at(home)->async_acquire();
+                if (!lease) co_return fail(fmt::format("reading entities on shard {}", home), lease.error());
+                auto r = co_await shards::async_get_entities(*lease.value(), kind, home_ids);
+                if (!r) co_return fail(fmt::format("reading entities on shard {}", home), r.error());
+                for (auto& e : r.value()) {
+                    if (e) entities.emplace(e->id, std::move(*e));
+                }
+            }
+            std::vector<shards::index_row> tombstones;
+            for (const auto& row : page) {
+                if (row.deleted) continue;
+                const auto it = entities.find(row.entity_id);
+                // No entity yet, or an older version than the row's: the entity's shard has not
+                // applied the op that wrote the row. Not stale: leave it.
+                if (it == entities.end() || it->second.ts <= row.ts) continue;
+                const auto now = values_of(def, it->second);
+                if (now && *now == row.values) continue;
+                tombstones.push_back({row.values, row.entity_id, it->second.ts, true});
+            }
+            if (!tombstones.empty()) {
+                auto lease = co_await gw_.read_pools.at(s)->async_acquire();
+                if (!lease) co_return fail(fmt::format("tombstoning index rows on shard {}", s), lease.error());
+                auto w = co_await shards::async_put_index_rows(*lease.value(), def, tombstones);
+                if (!w) co_return fail(fmt::format("tombstoning index rows on shard {}", s), w.error());
+                j->c_removed->inc(tombstones.size());
+            }
+            j->update([&](cleaner_progress& p) {
+                p.scanned += page.size();
+                p.total = std::max(p.total, p.scanned);  // rows written since the count
+                p.rows_removed += tombstones.size();
+            });
+            co_await pace(page.size());
+            if (page.size() < page_rows) break;
+        }
+    }
+    j->update([](cleaner_progress& p) {
+        p.state = "done";
+        p.total = p.scanned;
+        p.finished_ms = core::system_wall_clock_ms();
+    });
+    spdlog::info("cleaner {}: done", def.name);
+}
+
+}  // namespace cairn::net
