@@ -20,6 +20,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -615,6 +616,124 @@ int cmd_journal_check(const settings& s, const std::string& dir) {
     return in.problems.empty() ? exit_ok : exit_check_failed;
 }
 
+// ---- index ------------------------------------------------------------------------------------
+
+int cmd_index_ls(const settings& s) {
+    const json r = call(s, "GET", "/v1/indexes");
+    if (s.json_out) {
+        print_json(r);
+        return exit_ok;
+    }
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& d : r["indexes"]) {
+        std::string props;
+        for (const auto& p : d["properties"]) {
+            props += (props.empty() ? "" : ", ") + p["name"].get<std::string>() + ":" + p["type"].get<std::string>();
+            if (p.contains("length")) props += ":" + str(p["length"]);
+        }
+        rows.push_back({str(d["name"]), str(d["kind"]), props, str(d["shard_on"])});
+    }
+    if (rows.empty()) {
+        std::cout << "no indexes\n";
+    } else {
+        print_table({"NAME", "KIND", "PROPERTIES", "SHARD ON"}, rows);
+    }
+    return exit_ok;
+}
+
+// One progress line: a bar, rows, rate and time left.
+std::string progress_line(const json& p) {
+    const double total = static_cast<double>(p["rows_total"].get<std::uint64_t>());
+    const double done = static_cast<double>(p["rows_scanned"].get<std::uint64_t>());
+    const double frac = total > 0 ? std::min(1.0, done / total) : (p["state"] == "done" ? 1.0 : 0.0);
+    const int width = 30;
+    const int filled = static_cast<int>(frac * width);
+    std::string eta = p["eta_s"].is_null() ? std::string("?") : duration_text(static_cast<std::uint64_t>(p["eta_s"].get<double>() * 1000));
+    return fmt::format("{} [{}{}] {:3.0f}% {}/{} rows ({}), {:.0f} rows/s, {} left, +{} -{}", str(p["index"]),
+                       std::string(static_cast<std::size_t>(filled), '#'), std::string(static_cast<std::size_t>(width - filled), '.'),
+                       frac * 100, p["rows_scanned"].get<std::uint64_t>(), p["rows_total"].get<std::uint64_t>(), str(p["phase"]),
+                       p["rate_rows_per_s"].get<double>(), eta, str(p["rows_added"]), str(p["rows_removed"]));
+}
+
+// Shows a cleaner run until it ends (watch) or once: a bar redrawn on a terminal, plain lines
+// every 2 s otherwise, on stderr; the final state on stdout (JSON with --json).
+int show_cleaner(const settings& s, const std::string& name, bool watch) {
+    const bool tty = ::isatty(STDERR_FILENO) != 0;
+    json p = call(s, "GET", fmt::format("/v1/indexes/{}/clean", encode(name)));
+    auto last_plain = std::chrono::steady_clock::now() - std::chrono::seconds(10);
+    while (watch && p["state"] == "running") {
+        if (tty) {
+            std::cerr << "\r" << progress_line(p) << "\x1b[K" << std::flush;
+        } else if (std::chrono::steady_clock::now() - last_plain >= std::chrono::seconds(2)) {
+            std::cerr << progress_line(p) << "\n";
+            last_plain = std::chrono::steady_clock::now();
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        p = call(s, "GET", fmt::format("/v1/indexes/{}/clean", encode(name)));
+    }
+    if (watch && tty) std::cerr << "\r\x1b[K";
+    if (s.json_out) {
+        print_json(p);
+    } else {
+        std::cout << progress_line(p) << "\n" << fmt::format("state: {}{}\n", str(p["state"]),
+                                                           p["error"].is_null() ? std::string() : " (" + str(p["error"]) + ")");
+    }
+    return p["state"] == "failed" ? exit_refused : exit_ok;
+}
+
+int cmd_index_add(const settings& s, const std::string& name, const std::string& kind,
+                  const std::vector<std::string>& properties, const std::string& shard_on, bool no_wait) {
+    json def{{"name", name}, {"kind", kind}, {"properties", json::array()}};
+    for (const auto& p : properties) {
+        // name:type[:length]
+        const auto a = p.find(':');
+        if (a == std::string::npos) {
+            throw cli_exit{exit_usage, fmt::format("cairn: --property \"{}\": expected name:type or name:string:length", p)};
+        }
+        const auto b = p.find(':', a + 1);
+        json prop{{"name", p.substr(0, a)}, {"type", p.substr(a + 1, b == std::string::npos ? std::string::npos : b - a - 1)}};
+        if (b != std::string::npos) {
+            try {
+                prop["length"] = std::stoi(p.substr(b + 1));
+            } catch (const std::exception&) {
+                throw cli_exit{exit_usage, fmt::format("cairn: --property \"{}\": the length must be a number", p)};
+            }
+        }
+        def["properties"].push_back(prop);
+    }
+    if (!shard_on.empty()) def["shard_on"] = shard_on;
+    const json created = call(s, "POST", "/v1/indexes", def.dump());
+    if (no_wait) {
+        if (s.json_out) print_json(created);
+        else std::cout << "created index " << name << "; its back-fill runs: cairn index status " << name << " --watch\n";
+        return exit_ok;
+    }
+    if (!s.json_out) std::cout << "created index " << name << "; back-filling:\n";
+    return show_cleaner(s, name, true);
+}
+
+int cmd_index_drop(const settings& s, const std::string& name, bool yes) {
+    if (!yes) {
+        if (!::isatty(STDIN_FILENO)) {
+            throw cli_exit{exit_not_confirmed, "cairn: dropping needs confirmation; there is no terminal to ask, so pass --yes"};
+        }
+        std::cerr << "Drop index " << name << " and its table on every shard? [y/N] " << std::flush;
+        std::string answer;
+        std::getline(std::cin, answer);
+        if (answer != "y" && answer != "Y" && answer != "yes") throw cli_exit{exit_not_confirmed, "cairn: not dropped"};
+    }
+    const json r = call(s, "DELETE", "/v1/indexes/" + encode(name));
+    if (s.json_out) print_json(r);
+    else std::cout << "dropped index " << name << "\n";
+    return exit_ok;
+}
+
+int cmd_index_clean(const settings& s, const std::string& name, std::optional<unsigned> rate, bool no_wait) {
+    const std::string q = rate ? fmt::format("?rate={}", *rate) : std::string();
+    call(s, "POST", fmt::format("/v1/indexes/{}/clean{}", encode(name), q));
+    return show_cleaner(s, name, !no_wait);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -628,6 +747,7 @@ int main(int argc, char** argv) {
         "  cairn apply pause --all               stop applying; writes are still acknowledged\n"
         "  cairn trace 42                        where is write 42?\n"
         "  cairn journal stat --dir DIR          a journal directory read directly (cairnd running or dead)\n"
+        "  cairn index add entries_by_user --kind entry --property user_id:id   an index, back-filled\n"
         "  CAIRN_URL=http://10.0.0.5:8080 CAIRN_TOKEN=... cairn status --json\n\n"
         "Settings: flags > environment (CAIRN_URL, CAIRN_TOKEN) > --config (cairnd's TOML: listen address and\n"
         "port, the first admin token) > defaults (http://127.0.0.1:8080, no token).\n"};
@@ -828,6 +948,74 @@ int main(int argc, char** argv) {
     }
     journal_stat->callback([&] { run = [&] { return cmd_journal_stat(s, journal_dir); }; });
     journal_check->callback([&] { run = [&] { return cmd_journal_check(s, journal_dir); }; });
+
+    auto* index = app.add_subcommand("index",
+                                     "Entity indexes: define, list and drop them; run and watch the cleaner that back-fills\n"
+                                     "a new index and removes stale rows.\n\n"
+                                     "Examples:\n"
+                                     "  cairn index ls\n"
+                                     "  cairn index add entries_by_user --kind entry --property user_id:id\n"
+                                     "  cairn index status entries_by_user --watch\n"
+                                     "  cairn index drop entries_by_user --yes");
+    index->require_subcommand(1);
+    auto* index_ls = index->add_subcommand("ls",
+                                           "List the indexes (name, kind, typed properties, shard_on).\n\n"
+                                           "Examples:\n"
+                                           "  cairn index ls\n"
+                                           "  cairn index ls --json | jq -r '.indexes[].name'");
+    index_ls->callback([&] { run = [&] { return cmd_index_ls(s); }; });
+    std::string index_name;
+    std::string index_kind;
+    std::vector<std::string> index_props;
+    std::string index_shard_on;
+    bool index_no_wait = false;
+    auto* index_add = index->add_subcommand(
+        "add",
+        "Create an index and watch its back-fill (a progress bar on a terminal). Properties are\n"
+        "name:type with type id, int, bool, or string:LENGTH (bytes, 1..255), in key order.\n\n"
+        "Examples:\n"
+        "  cairn index add entries_by_user --kind entry --property user_id:id\n"
+        "  cairn index add users_by_email --kind user --property email:string:254 --no-wait\n"
+        "  cairn index add entries_by_feed --kind entry --property feed_id:id --property rank:int --shard-on feed_id");
+    index_add->add_option("name", index_name, "the index name ([a-z][a-z0-9_]*)")->required();
+    index_add->add_option("--kind", index_kind, "the entity kind")->required();
+    index_add->add_option("--property", index_props, "name:type[:length], once per property, in key order")->required();
+    index_add->add_option("--shard-on", index_shard_on, "the property whose value picks the row's shard (default: the only one)");
+    index_add->add_flag("--no-wait", index_no_wait, "do not watch the back-fill");
+    index_add->callback([&] {
+        run = [&] { return cmd_index_add(s, index_name, index_kind, index_props, index_shard_on, index_no_wait); };
+    });
+    bool index_yes = false;
+    auto* index_drop = index->add_subcommand("drop",
+                                             "Drop an index and its table on every shard. Asks for confirmation unless --yes.\n\n"
+                                             "Examples:\n"
+                                             "  cairn index drop entries_by_user\n"
+                                             "  cairn index drop entries_by_user --yes");
+    index_drop->add_option("name", index_name, "the index")->required();
+    index_drop->add_flag("-y,--yes", index_yes, "do not ask");
+    index_drop->callback([&] { run = [&] { return cmd_index_drop(s, index_name, index_yes); }; });
+    std::optional<unsigned> clean_rate;
+    auto* index_clean = index->add_subcommand("clean",
+                                              "Run the cleaner of an index (back-fill missing rows, remove stale ones) and\n"
+                                              "watch it, throttled to --rate rows per second.\n\n"
+                                              "Examples:\n"
+                                              "  cairn index clean entries_by_user\n"
+                                              "  cairn index clean entries_by_user --rate 2000 --no-wait");
+    index_clean->add_option("name", index_name, "the index")->required();
+    index_clean->add_option("--rate", clean_rate, "rows per second at most (default 20000)")->check(CLI::Range(1u, 10'000'000u));
+    index_clean->add_flag("--no-wait", index_no_wait, "start it and return");
+    index_clean->callback([&] { run = [&] { return cmd_index_clean(s, index_name, clean_rate, index_no_wait); }; });
+    bool index_watch = false;
+    auto* index_status = index->add_subcommand("status",
+                                               "The cleaner's progress on this gateway: rows scanned of the total, rate,\n"
+                                               "time left; --watch redraws it until the run ends.\n\n"
+                                               "Examples:\n"
+                                               "  cairn index status entries_by_user\n"
+                                               "  cairn index status entries_by_user --watch\n"
+                                               "  cairn index status entries_by_user --json | jq .eta_s");
+    index_status->add_option("name", index_name, "the index")->required();
+    index_status->add_flag("-w,--watch", index_watch, "redraw until the run ends");
+    index_status->callback([&] { run = [&] { return show_cleaner(s, index_name, index_watch); }; });
 
     try {
         app.parse(argc, argv);

@@ -339,6 +339,35 @@ TEST(cli_journal, stat_and_check_read_a_journal_that_is_open) {
     EXPECT_NE(missing.err.find("not a journal directory"), std::string::npos) << missing.err;
 }
 
+TEST_F(cli, an_index_is_added_back_filled_listed_cleaned_and_dropped) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    start("cairn_cli_index", "[entities]\nkinds = [\"entry\"]\n");
+    for (int i = 0; i < 50; ++i) {
+        auto w = http_request(cairnd_->port(), "PUT", fmt::format("/v1/entities/entry/{:032x}?wait=applied", i + 1),
+                              fmt::format(R"({{"user_id": "{:032x}"}})", i % 5 + 100));
+        ASSERT_TRUE(w && w->status == 202) << (w ? w->body : "no answer");
+    }
+    // Entities written before the index: the back-fill adds their rows, and add waits for it.
+    auto added = cairn({"index", "add", "entries_by_user", "--kind", "entry", "--property", "user_id:id"});
+    ASSERT_EQ(added.code, 0) << added.err << added.out;
+    EXPECT_NE(added.out.find("state: done"), std::string::npos) << added.out;
+    const auto list = cairn_json({"index", "ls"});
+    ASSERT_EQ(list["indexes"].size(), 1u) << list.dump();
+    EXPECT_EQ(list["indexes"][0]["properties"][0]["type"], "id");
+    auto q = http_get(cairnd_->port(), fmt::format("/v1/entities/entry/by/entries_by_user?user_id={:032x}", 100));
+    ASSERT_TRUE(q && q->status == 200);
+    EXPECT_EQ(nlohmann::json::parse(q->body)["entities"].size(), 10u) << q->body;
+    const auto cleaned = cairn_json({"index", "clean", "entries_by_user", "--rate", "100000"});
+    EXPECT_EQ(cleaned["state"], "done") << cleaned.dump();
+    EXPECT_EQ(cleaned["rows_scanned"], 100) << cleaned.dump();  // 50 entities, then 50 index rows
+    EXPECT_EQ(cairn_json({"index", "status", "entries_by_user"})["state"], "done");
+    EXPECT_EQ(cairn({"index", "add", "x", "--kind", "entry", "--property", "user_id"}).code, 2);
+    EXPECT_EQ(cairn({"index", "add", "entries_by_user", "--kind", "entry", "--property", "user_id:id"}).code, 1);  // exists
+    EXPECT_EQ(cairn({"index", "drop", "entries_by_user"}).code, 4);  // no terminal, no --yes
+    EXPECT_EQ(cairn({"index", "drop", "entries_by_user", "--yes"}).code, 0);
+    EXPECT_EQ(cairn_json({"index", "ls"})["indexes"].size(), 0u);
+}
+
 TEST(cli_help, every_subcommand_has_help_that_leads_with_examples) {
     const std::vector<std::vector<std::string>> commands = {
         {},
@@ -359,6 +388,12 @@ TEST(cli_help, every_subcommand_has_help_that_leads_with_examples) {
         {"journal"},
         {"journal", "stat"},
         {"journal", "check"},
+        {"index"},
+        {"index", "ls"},
+        {"index", "add"},
+        {"index", "drop"},
+        {"index", "clean"},
+        {"index", "status"},
     };
     for (auto args : commands) {
         const std::string name = args.empty() ? "cairn" : fmt::format("cairn {}", fmt::join(args, " "));

@@ -36,6 +36,9 @@ TEST(ws_node_client, pipelines_json_and_msgpack_through_node_ws) {
     fresh_database("cairn_e2e_ws_node");
     cairnd_options o;
     o.database = "cairn_e2e_ws_node";
+    // The client sends all 1,000 reads at once; reads with ?after= wait for apply, so on a busy
+    // machine more than the default 256 are in flight (each over the limit would be a 429).
+    o.extra_toml = "[limits]\nws_in_flight_max = 2048\n";
     cairnd_process gw(o);
     ASSERT_TRUE(gw.start()) << gw.log_tail();
     const auto [rc, out] = run(fmt::format("node '{}/tests/ws/node_client.js' {}", CAIRN_SOURCE_DIR, gw.port()));
