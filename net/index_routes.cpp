@@ -34,6 +34,7 @@ using detail::bad_field;
 
 constexpr std::string_view query_fixed_params[] = {"limit", "cursor", "after", "timeout_ms"};
 constexpr std::size_t cleaner_rate_default = 20'000;  // rows per second a cleaner run reads at most
+constexpr std::size_t indexes_per_kind_max = 32;
 
 }  // namespace
 
@@ -229,6 +230,11 @@ asio::awaitable<response> async_create_index(gateway& gw, route_context& ctx) {
     if (auto* e = std::get_if<input_error>(&parsed)) co_return bad_field(req, e->field, e->detail);
     auto& def = std::get<core::index_def>(parsed);
     co_await gw.indexes->async_refresh(gw);
+    // Every put of the kind carries a row per index (a journal record holds at most 64).
+    if (gw.indexes->of_kind(def.kind).size() >= indexes_per_kind_max) {
+        co_return bad_field(req, "kind", fmt::format("kind {} has {} indexes already; at most {}", def.kind,
+                                                     gw.indexes->of_kind(def.kind).size(), indexes_per_kind_max));
+    }
     if (auto existing = gw.indexes->find(def.name)) {
         co_return problem(http::status::conflict, "index-exists", "Index exists",
                           fmt::format("index {} exists ({}); drop it first to define it again", def.name, render_def(*existing)),
