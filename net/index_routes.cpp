@@ -21,8 +21,12 @@
 #include "shards/index_store.hpp"
 #include "shards/pool.hpp"
 
+#include <msgpack.hpp>
+
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
 #include <map>
 #include <mutex>
 
@@ -320,8 +324,120 @@ asio::awaitable<response> async_drop_index(gateway& gw, route_context& ctx) {
 
 // ---- queries ------------------------------------------------------------------------------------
 
+constexpr std::string_view range_ops[] = {"gte", "gt", "lte", "lt"};
+
+// The opaque cursor of a query page: hex of msgpack [values..., entity id] of the last row read.
+std::string encode_cursor(const shards::index_row& row) {
+    msgpack::sbuffer buf;
+    msgpack::packer<msgpack::sbuffer> pk(buf);
+    pk.pack_array(static_cast<std::uint32_t>(row.values.size() + 1));
+    for (const auto& v : row.values) {
+        if (const auto* i = std::get_if<std::int64_t>(&v)) {
+            pk.pack(*i);
+        } else {
+            const auto& b = std::get<std::string>(v);
+            pk.pack_bin(static_cast<std::uint32_t>(b.size()));
+            pk.pack_bin_body(b.data(), static_cast<std::uint32_t>(b.size()));
+        }
+    }
+    pk.pack_bin(static_cast<std::uint32_t>(row.entity_id.size()));
+    pk.pack_bin_body(row.entity_id.data(), static_cast<std::uint32_t>(row.entity_id.size()));
+    std::string out;
+    for (unsigned char c : std::string_view(buf.data(), buf.size())) out += fmt::format("{:02x}", c);
+    return out;
+}
+
+std::optional<shards::index_row> decode_cursor(const core::index_def& def, std::string_view hex) {
+    if (hex.empty() || hex.size() % 2 != 0 || hex.size() > 2048) return std::nullopt;
+    std::string bytes;
+    for (std::size_t i = 0; i < hex.size(); i += 2) {
+        unsigned v = 0;
+        auto [ptr, ec] = std::from_chars(hex.data() + i, hex.data() + i + 2, v, 16);
+        if (ec != std::errc() || ptr != hex.data() + i + 2) return std::nullopt;
+        bytes += static_cast<char>(v);
+    }
+    try {
+        const msgpack::unpack_limit limit(8, 0, 0, 1024, 0, 2);
+        std::size_t offset = 0;
+        auto oh = msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr, nullptr, limit);
+        const auto& o = oh.get();
+        if (offset != bytes.size() || o.type != msgpack::type::ARRAY || o.via.array.size != def.properties.size() + 1) {
+            return std::nullopt;
+        }
+        shards::index_row row;
+        for (std::size_t i = 0; i < def.properties.size(); ++i) {
+            const auto& v = o.via.array.ptr[i];
+            const auto t = def.properties[i].type;
+            if (t == core::index_value_type::integer || t == core::index_value_type::boolean) {
+                if (v.type != msgpack::type::POSITIVE_INTEGER && v.type != msgpack::type::NEGATIVE_INTEGER) return std::nullopt;
+                row.values.emplace_back(v.as<std::int64_t>());
+            } else {
+                if (v.type != msgpack::type::BIN) return std::nullopt;
+                row.values.emplace_back(std::string(v.via.bin.ptr, v.via.bin.size));
+            }
+        }
+        const auto& id = o.via.array.ptr[def.properties.size()];
+        if (id.type != msgpack::type::BIN || id.via.bin.size != 16) return std::nullopt;
+        row.entity_id.assign(id.via.bin.ptr, id.via.bin.size);
+        return row;
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+bool key_less(const shards::index_row& a, const shards::index_row& b) {
+    if (a.values != b.values) return a.values < b.values;
+    return a.entity_id < b.entity_id;
+}
+
+// The conditions of a query: equality on a prefix of the properties, then optionally a range on
+// the next one (?p=v for equality; ?p.gte=, p.gt=, p.lte=, p.lt= for the range).
+std::variant<shards::index_range, input_error> parse_conditions(const core::index_def& def, const route_context& ctx) {
+    shards::index_range r;
+    std::optional<std::size_t> range_on;
+    bool gap = false;
+    for (std::size_t i = 0; i < def.properties.size(); ++i) {
+        const auto& p = def.properties[i];
+        const auto eq = ctx.query_param(p.name);
+        bool ranged = false;
+        for (const auto op : range_ops) {
+            const auto name = fmt::format("{}.{}", p.name, op);
+            const auto text = ctx.query_param(name);
+            if (!text) continue;
+            if (eq) return input_error{name, fmt::format("cannot be given with {}= (equality)", p.name)};
+            if (gap || range_on.value_or(i) != i) {
+                return input_error{name, "a range applies to the property after the equality prefix, and to one property only"};
+            }
+            auto v = detail::index_value_of_text(p, *text);
+            if (auto* why = std::get_if<std::string>(&v)) return input_error{name, *why};
+            auto bound = std::pair{std::get<core::index_value>(std::move(v)), op == "gte" || op == "lte"};
+            auto& slot = (op == "gte" || op == "gt") ? r.lower : r.upper;
+            if (slot) return input_error{name, "two bounds on the same side"};
+            slot = std::move(bound);
+            range_on = i;
+            ranged = true;
+        }
+        if (eq) {
+            if (gap || range_on) {
+                return input_error{p.name, fmt::format("equality applies to a prefix of the index's properties (in key order: {})",
+                                                       def.properties.front().name)};
+            }
+            auto v = detail::index_value_of_text(p, *eq);
+            if (auto* why = std::get_if<std::string>(&v)) return input_error{p.name, *why};
+            r.equal.push_back(std::get<core::index_value>(std::move(v)));
+        } else if (!ranged) {
+            gap = true;
+        }
+    }
+    if (r.equal.empty() && !range_on) {
+        return input_error{def.properties.front().name, "is required: give the first property's value or a range of it"};
+    }
+    return r;
+}
+
 struct query_state {
     std::map<std::string, std::optional<shards::stored_entity>> found;  // by entity id
+    std::vector<shards::index_row> rows;                                // every shard's page
 };
 
 asio::awaitable<response> async_query(gateway& gw, route_context& ctx) {
@@ -337,47 +453,54 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx) {
         co_return problem(http::status::not_found, "unknown-index", "Unknown index",
                           fmt::format("no index '{}' of kind {}", name, kind), "index", req.version(), req.keep_alive());
     }
-    std::vector<std::string_view> known(std::begin(query_fixed_params), std::end(query_fixed_params));
-    for (const auto& p : def->properties) known.push_back(p.name);
-    if (auto e = detail::unknown_query_param(ctx.query, known)) co_return bad_field(req, e->field, e->detail);
-    std::vector<core::index_value> values;
+    std::vector<std::string> names;
     for (const auto& p : def->properties) {
-        auto text = ctx.query_param(p.name);
-        if (!text) co_return bad_field(req, p.name, fmt::format("is required: index {} answers equality on all its properties", name));
-        auto v = detail::index_value_of_text(p, *text);
-        if (auto* why = std::get_if<std::string>(&v)) co_return bad_field(req, p.name, *why);
-        values.push_back(std::get<core::index_value>(std::move(v)));
+        names.push_back(p.name);
+        for (const auto op : range_ops) names.push_back(fmt::format("{}.{}", p.name, op));
     }
+    std::vector<std::string_view> known(std::begin(query_fixed_params), std::end(query_fixed_params));
+    for (const auto& n : names) known.push_back(n);
+    if (auto e = detail::unknown_query_param(ctx.query, known)) co_return bad_field(req, e->field, e->detail);
+    auto parsed = parse_conditions(*def, ctx);
+    if (auto* e = std::get_if<input_error>(&parsed)) co_return bad_field(req, e->field, e->detail);
+    const auto range = std::get<shards::index_range>(std::move(parsed));
     std::size_t limit = std::min<std::size_t>(100, gw.lim.page_limit_max);
     if (auto l = ctx.query_param("limit")) {
         auto v = detail::parse_uint(*l, 1, gw.lim.page_limit_max);
         if (!v) co_return bad_field(req, "limit", fmt::format("must be an integer between 1 and {}", gw.lim.page_limit_max));
         limit = static_cast<std::size_t>(*v);
     }
-    std::optional<std::string> after;
+    std::optional<shards::index_row> after;
     if (auto c = ctx.query_param("cursor")) {
-        auto id = core::parse_id16(*c);
-        if (!id) co_return bad_field(req, "cursor", "must be a next_cursor returned by this route, unchanged");
-        after = std::string(core::id16_bytes(*id));
+        after = decode_cursor(*def, *c);
+        if (!after) co_return bad_field(req, "cursor", "must be a next_cursor returned by this route, unchanged");
     }
-    const core::shard_index index_shard = gw.map.shard_of_hash(core::index_value_hash(values[def->shard_on]));
+    // One shard when the equality prefix names the shard_on property; otherwise every shard, in
+    // parallel, their sorted pages merged.
+    std::vector<core::shard_index> index_shards;
+    if (def->shard_on < range.equal.size()) {
+        index_shards.push_back(gw.map.shard_of_hash(core::index_value_hash(range.equal[def->shard_on])));
+    } else {
+        for (core::shard_index s = 0; s < gw.map.size(); ++s) index_shards.push_back(s);
+    }
     auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
     if (auto* e = std::get_if<input_error>(&w)) co_return bad_field(req, e->field, e->detail);
     const auto& wp = std::get<detail::wait_params>(w);
     if (wp.after) {
-        // The index row's shard and, since the entities may live anywhere, every shard.
+        // The index rows' shards and, since the entities may live anywhere, every shard.
         std::vector<core::shard_index> all;
         for (core::shard_index s = 0; s < gw.map.size(); ++s) all.push_back(s);
         auto behind = co_await detail::async_wait_applied(gw, *wp.after, std::move(all), wp.timeout);
         if (!behind.empty()) co_return detail::not_applied_problem(req, *wp.after, behind, wp.timeout, "");
     }
 
-    // Index rows in id order, entities fetched by their shards, each re-filtered; until the page
-    // is full, the index is exhausted, or the scan budget is spent.
-    // One matching entity beyond the page tells whether another page follows.
-    std::vector<std::pair<std::string, std::string>> page;  // (id, rendered entity)
+    // Index rows in key order, entities fetched by their shards, each re-filtered; until the page
+    // is full (one match beyond it tells whether another page follows), the index is exhausted,
+    // or the scan budget is spent.
+    std::vector<std::pair<shards::index_row, std::string>> page;  // (row, rendered entity)
     std::size_t rows_read = 0;
     std::size_t stale = 0;
+    const auto deadline = gw.lim.query_timeout + gw.lim.connect_timeout;
     while (page.size() <= limit) {
         if (rows_read >= gw.lim.set_scan_rows_max) {
             co_return problem(http::status::unprocessable_entity, "index-scan-budget", "Index query too expensive",
@@ -387,21 +510,27 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx) {
                               std::nullopt, req.version(), req.keep_alive());
         }
         const std::size_t want = limit + 1 - page.size();
-        auto lease = co_await gw.read_pools.at(index_shard)->async_acquire();
-        if (!lease) co_return detail::shard_problem(req, lease.error());
-        auto ids = co_await shards::async_scan_index(*lease.value(), *def, values, after, want);
-        lease.value().reset();
-        if (!ids) co_return detail::shard_problem(req, ids.error());
-        rows_read += ids.value().size();
-        if (ids.value().empty()) break;
-        // Fetch the entities, grouped by their shards.
-        std::map<core::shard_index, std::vector<std::string>> by_shard;
-        for (const auto& id : ids.value()) by_shard[gw.map.shard_of_hash(core::hash_bytes(id))].push_back(id);
         auto st = std::make_shared<query_state>();
-        std::vector<core::shard_index> shards;
-        for (const auto& [s, _] : by_shard) shards.push_back(s);
-        auto groups = std::make_shared<std::map<core::shard_index, std::vector<std::string>>>(std::move(by_shard));
-        auto task = [&gw, st, groups, kind](core::shard_index s) -> asio::awaitable<core::result<void>> {
+        auto scan = [&gw, st, def = *def, range, after, want](core::shard_index s) -> asio::awaitable<core::result<void>> {
+            auto lease = co_await gw.read_pools.at(s)->async_acquire();
+            if (!lease) co_return lease.error();
+            auto r = co_await shards::async_range_index(*lease.value(), def, range, after, want);
+            if (!r) co_return r.error();
+            for (auto& row : r.value()) st->rows.push_back(std::move(row));
+            co_return core::success();
+        };
+        if (auto ec = co_await detail::async_fan_out(index_shards, scan, deadline)) co_return detail::shard_problem(req, ec);
+        std::sort(st->rows.begin(), st->rows.end(), key_less);
+        const bool exhausted = st->rows.size() < want;
+        if (st->rows.size() > want) st->rows.resize(want);
+        rows_read += st->rows.size();
+        if (st->rows.empty()) break;
+        // The entities, from their shards in parallel.
+        auto groups = std::make_shared<std::map<core::shard_index, std::vector<std::string>>>();
+        for (const auto& row : st->rows) (*groups)[gw.map.shard_of_hash(core::hash_bytes(row.entity_id))].push_back(row.entity_id);
+        std::vector<core::shard_index> homes;
+        for (const auto& [s, _] : *groups) homes.push_back(s);
+        auto fetch = [&gw, st, groups, kind](core::shard_index s) -> asio::awaitable<core::result<void>> {
             auto l = co_await gw.read_pools.at(s)->async_acquire();
             if (!l) co_return l.error();
             const auto& g = groups->at(s);
@@ -410,13 +539,13 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx) {
             for (std::size_t i = 0; i < g.size(); ++i) st->found[g[i]] = std::move(r.value()[i]);
             co_return core::success();
         };
-        if (auto ec = co_await detail::async_fan_out(shards, task, gw.lim.query_timeout + gw.lim.connect_timeout)) {
-            co_return detail::shard_problem(req, ec);
-        }
-        for (const auto& id : ids.value()) {
+        if (auto ec = co_await detail::async_fan_out(homes, fetch, deadline)) co_return detail::shard_problem(req, ec);
+        for (const auto& row : st->rows) {
             if (page.size() > limit) break;
-            after = id;
-            const auto& e = st->found[id];
+            after = row;
+            // Kept only if the entity holds exactly the row's values now: then the row matches
+            // the query and is the entity's current row, so no entity is answered twice.
+            const auto& e = st->found[row.entity_id];
             std::optional<std::string> json_body;
             bool keep = false;
             if (e && !e->deleted) {
@@ -425,25 +554,26 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx) {
                 if (json_body && !detail::parse_json(*json_body, root)) {
                     auto now = detail::index_values_of(*def, root);
                     const auto* v = std::get_if<std::optional<std::vector<core::index_value>>>(&now);
-                    keep = v && *v && **v == values;
+                    keep = v && *v && **v == row.values;
                 }
             }
             if (!keep) {
                 ++stale;  // a stale index row: the entity changed or went away since
                 continue;
             }
-            page.emplace_back(id, fmt::format(R"({{"id":"{}","body":{},"ts":"{}","ts_ms":{}}})", core::format_id16_bytes(id),
-                                              *json_body, e->ts, core::hlc_ms(e->ts)));
+            page.emplace_back(row, fmt::format(R"({{"id":"{}","body":{},"ts":"{}","ts_ms":{}}})",
+                                               core::format_id16_bytes(row.entity_id), *json_body, e->ts, core::hlc_ms(e->ts)));
         }
-        if (ids.value().size() < want) break;
+        if (exhausted) break;
     }
     const bool more = page.size() > limit;
     if (more) page.pop_back();
     std::string out = fmt::format(R"({{"kind":"{}","index":"{}","entities":[)", kind, name);
     for (std::size_t i = 0; i < page.size(); ++i) out += (i ? "," : "") + page[i].second;
     out += R"(],"next_cursor":)";
-    out += more ? fmt::format("\"{}\"", core::format_id16_bytes(page.back().first)) : std::string("null");
-    fmt::format_to(std::back_inserter(out), R"(,"index_rows_read":{},"stale_rows_skipped":{}}})", rows_read, stale);
+    out += more ? fmt::format("\"{}\"", encode_cursor(page.back().first)) : std::string("null");
+    fmt::format_to(std::back_inserter(out), R"(,"index_rows_read":{},"stale_rows_skipped":{},"shards_read":{}}})", rows_read,
+                   stale, index_shards.size());
     co_return json_response(http::status::ok, std::move(out), req);
 }
 

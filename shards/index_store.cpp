@@ -197,28 +197,6 @@ asio::awaitable<core::result<void>> async_write_index_rows(mariadb_conn& conn, c
     co_return core::success();
 }
 
-asio::awaitable<core::result<std::vector<std::string>>> async_scan_index(mariadb_conn& conn, const core::index_def& def,
-                                                                         std::vector<core::index_value> values,
-                                                                         std::optional<std::string> after, std::size_t limit) {
-    std::string sql = fmt::format("SELECT entity_id FROM {} WHERE ", def.sql_name());
-    for (std::size_t i = 0; i < values.size(); ++i) {
-        fmt::format_to(std::back_inserter(sql), "p{} = ", i);
-        append_value(sql, values[i]);
-        sql += " AND ";
-    }
-    sql += "deleted = 0";
-    if (after) {
-        sql += " AND entity_id > ";
-        append_hex(sql, *after);
-    }
-    fmt::format_to(std::back_inserter(sql), " ORDER BY entity_id LIMIT {}", limit);
-    auto r = co_await conn.async_query(sql);
-    if (!r) co_return r.error();
-    std::vector<std::string> out;
-    for (std::size_t i = 0; i < r.value().size(); ++i) out.emplace_back(*r.value().at(i, 0));
-    co_return out;
-}
-
 asio::awaitable<core::result<void>> async_put_index_rows(mariadb_conn& conn, const core::index_def& def,
                                                          const std::vector<index_row>& rows) {
     if (rows.empty()) co_return core::success();
@@ -244,42 +222,82 @@ asio::awaitable<core::result<std::uint64_t>> async_count_index_rows(mariadb_conn
     co_return r.value().uint64_at(0, 0);
 }
 
-asio::awaitable<core::result<std::vector<index_row>>> async_scan_index_rows(mariadb_conn& conn, const core::index_def& def,
-                                                                           std::optional<index_row> after, std::size_t limit) {
-    std::string cols;
-    for (std::size_t i = 0; i < def.properties.size(); ++i) fmt::format_to(std::back_inserter(cols), "p{}, ", i);
-    std::string sql = fmt::format("SELECT {}entity_id, ts, deleted FROM {}", cols, def.sql_name());
-    if (after) {
-        // Row-constructor comparison on the whole primary key: one range read.
-        sql += " WHERE (" + cols + "entity_id) > (";
-        for (const auto& v : after->values) {
-            append_value(sql, v);
-            sql += ',';
-        }
-        append_hex(sql, after->entity_id);
-        sql += ')';
-    }
-    fmt::format_to(std::back_inserter(sql), " ORDER BY {}entity_id LIMIT {}", cols, limit);
-    auto r = co_await conn.async_query(sql);
-    if (!r) co_return r.error();
+namespace {
+
+std::vector<index_row> parse_index_rows(const rows& r, const core::index_def& def) {
     std::vector<index_row> out;
     const std::size_t n = def.properties.size();
-    for (std::size_t i = 0; i < r.value().size(); ++i) {
+    for (std::size_t i = 0; i < r.size(); ++i) {
         index_row row;
         for (std::size_t c = 0; c < n; ++c) {
             const auto type = def.properties[c].type;
             if (type == core::index_value_type::integer || type == core::index_value_type::boolean) {
-                row.values.emplace_back(r.value().int64_at(i, c));
+                row.values.emplace_back(r.int64_at(i, c));
             } else {
-                row.values.emplace_back(std::string(*r.value().at(i, c)));
+                row.values.emplace_back(std::string(*r.at(i, c)));
             }
         }
-        row.entity_id = std::string(*r.value().at(i, n));
-        row.ts = r.value().uint64_at(i, n + 1);
-        row.deleted = r.value().uint64_at(i, n + 2) != 0;
+        row.entity_id = std::string(*r.at(i, n));
+        row.ts = r.uint64_at(i, n + 1);
+        row.deleted = r.uint64_at(i, n + 2) != 0;
         out.push_back(std::move(row));
     }
-    co_return out;
+    return out;
+}
+
+std::string key_columns(const core::index_def& def) {
+    std::string cols;
+    for (std::size_t i = 0; i < def.properties.size(); ++i) fmt::format_to(std::back_inserter(cols), "p{}, ", i);
+    return cols;
+}
+
+// " AND (p0, ..., entity_id) > (...)": after a whole row's key.
+void append_after(std::string& sql, const std::string& cols, const index_row& after) {
+    sql += " AND (" + cols + "entity_id) > (";
+    for (const auto& v : after.values) {
+        append_value(sql, v);
+        sql += ',';
+    }
+    append_hex(sql, after.entity_id);
+    sql += ')';
+}
+
+}  // namespace
+
+asio::awaitable<core::result<std::vector<index_row>>> async_scan_index_rows(mariadb_conn& conn, const core::index_def& def,
+                                                                           std::optional<index_row> after, std::size_t limit) {
+    const std::string cols = key_columns(def);
+    std::string sql = fmt::format("SELECT {}entity_id, ts, deleted FROM {} WHERE 1", cols, def.sql_name());
+    if (after) append_after(sql, cols, *after);
+    fmt::format_to(std::back_inserter(sql), " ORDER BY {}entity_id LIMIT {}", cols, limit);
+    auto r = co_await conn.async_query(sql);
+    if (!r) co_return r.error();
+    co_return parse_index_rows(r.value(), def);
+}
+
+asio::awaitable<core::result<std::vector<index_row>>> async_range_index(mariadb_conn& conn, const core::index_def& def,
+                                                                       const index_range& range, std::optional<index_row> after,
+                                                                       std::size_t limit) {
+    const std::string cols = key_columns(def);
+    std::string sql = fmt::format("SELECT {}entity_id, ts, deleted FROM {} WHERE deleted = 0", cols, def.sql_name());
+    for (std::size_t i = 0; i < range.equal.size(); ++i) {
+        fmt::format_to(std::back_inserter(sql), " AND p{} = ", i);
+        append_value(sql, range.equal[i]);
+    }
+    const std::size_t k = range.equal.size();
+    if (range.lower) {
+        fmt::format_to(std::back_inserter(sql), " AND p{} {} ", k, range.lower->second ? ">=" : ">");
+        append_value(sql, range.lower->first);
+    }
+    if (range.upper) {
+        fmt::format_to(std::back_inserter(sql), " AND p{} {} ", k, range.upper->second ? "<=" : "<");
+        append_value(sql, range.upper->first);
+    }
+    if (after) append_after(sql, cols, *after);
+    fmt::format_to(std::back_inserter(sql), " ORDER BY {}entity_id LIMIT {}", cols, limit);
+    auto r = co_await conn.async_query(sql);
+    if (!r) co_return r.error();
+    co_return parse_index_rows(r.value(), def);
 }
 
 }  // namespace cairn::shards

@@ -47,14 +47,12 @@ boost::asio::awaitable<core::result<void>> async_write_index_rows(mariadb_conn& 
                                                                   core::shard_index shard,
                                                                   std::span<const core::op* const> ops);
 
-// The entity ids of an index's live rows with the given values (all properties, in key order),
-// ascending, greater than `after` (nullopt: from the first), at most limit: one range read of
-// the primary key.
-boost::asio::awaitable<core::result<std::vector<std::string>>> async_scan_index(mariadb_conn& conn,
-                                                                                const core::index_def& def,
-                                                                                std::vector<core::index_value> values,
-                                                                                std::optional<std::string> after,
-                                                                                std::size_t limit);
+// A query's conditions: equality on the first properties, then an optional range on the next.
+struct index_range {
+    std::vector<core::index_value> equal;                     // p0 .. p(k-1)
+    std::optional<std::pair<core::index_value, bool>> lower;  // on pk: (value, inclusive)
+    std::optional<std::pair<core::index_value, bool>> upper;
+};
 
 // ---- the cleaner's reads and writes (net/cleaner.hpp) -------------------------------------------
 
@@ -75,6 +73,14 @@ boost::asio::awaitable<core::result<void>> async_put_index_rows(mariadb_conn& co
 
 // The rows of the index table on this shard (tombstones included): the cleaner's total.
 boost::asio::awaitable<core::result<std::uint64_t>> async_count_index_rows(mariadb_conn& conn, const core::index_def& def);
+
+// Up to limit live rows matching `range`, in primary-key order, after the key of `after`
+// (nullopt: from the first): one range read of the primary key. Errors: those of mariadb_conn.
+boost::asio::awaitable<core::result<std::vector<index_row>>> async_range_index(mariadb_conn& conn,
+                                                                              const core::index_def& def,
+                                                                              const index_range& range,
+                                                                              std::optional<index_row> after,
+                                                                              std::size_t limit);
 
 // Up to limit rows of the index table after `after` (nullopt: from the first) in primary-key
 // order, tombstones included. Errors: those of mariadb_conn.

@@ -117,6 +117,62 @@ TEST_F(entity_indexes_http, entries_by_user_stay_exact_through_moves_deletes_and
     ASSERT_EQ(send("PUT", fmt::format("/v1/entities/entry/{}?wait=applied", entry_id(0)), R"({"user_id": 5})").status, 202);
 }
 
+// A two-property index sharded on its second property: a query on the first alone (a prefix) reads
+// every shard and merges their sorted pages; ranges apply to the property after the prefix.
+TEST_F(entity_indexes_http, prefix_and_range_queries_merge_every_shard_in_key_order) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    start_cairnd("cairn_e2e_index_ranges", options());
+    auto created = send("POST", "/v1/indexes",
+                        R"({"name": "entries_by_feed_rank", "kind": "entry", "shard_on": "rank",
+                            "properties": [{"name": "feed_id", "type": "id"}, {"name": "rank", "type": "int"}]})");
+    ASSERT_EQ(created.status, 201) << created.body;
+    const std::string feed = "000000000000000000000000000000f1";
+    const std::string other_feed = "000000000000000000000000000000f2";
+    for (int i = 0; i < 10; ++i) {
+        const auto r = send("PUT", fmt::format("/v1/entities/entry/{}?wait=applied", entry_id(i)),
+                            fmt::format(R"({{"feed_id": "{}", "rank": {}}})", i < 8 ? feed : other_feed, i));
+        ASSERT_EQ(r.status, 202) << r.body;
+    }
+    // The rank of entry 2 moves to 20: its old row is stale, and it is answered once, at 20.
+    ASSERT_EQ(send("PUT", fmt::format("/v1/entities/entry/{}?wait=applied", entry_id(2)),
+                   fmt::format(R"({{"feed_id": "{}", "rank": 20}})", feed)).status, 202);
+    auto walk = [&](const std::string& query) {
+        std::vector<std::int64_t> ranks;
+        std::string cursor;
+        for (int pages = 0; pages < 50; ++pages) {
+            const auto r = send("GET", fmt::format("/v1/entities/entry/by/entries_by_feed_rank?{}&limit=2{}", query,
+                                                   cursor.empty() ? "" : "&cursor=" + cursor));
+            EXPECT_EQ(r.status, 200) << query << " -> " << r.body;
+            if (r.status != 200) break;
+            const auto j = json::parse(r.body);
+            for (const auto& e : j["entities"]) ranks.push_back(e["body"]["rank"].get<std::int64_t>());
+            if (j["next_cursor"].is_null()) break;
+            cursor = j["next_cursor"];
+        }
+        return ranks;
+    };
+    EXPECT_EQ(walk("feed_id=" + feed), (std::vector<std::int64_t>{0, 1, 3, 4, 5, 6, 7, 20}));
+    EXPECT_EQ(walk(fmt::format("feed_id={}&rank.gte=3&rank.lt=7", feed)), (std::vector<std::int64_t>{3, 4, 5, 6}));
+    EXPECT_EQ(walk(fmt::format("feed_id={}&rank.gt=6", feed)), (std::vector<std::int64_t>{7, 20}));
+    EXPECT_EQ(walk(fmt::format("feed_id={}&rank=4", feed)), (std::vector<std::int64_t>{4}));
+    EXPECT_EQ(walk("feed_id=" + other_feed), (std::vector<std::int64_t>{8, 9}));
+    const auto one_shard = json::parse(send("GET", fmt::format("/v1/entities/entry/by/entries_by_feed_rank?feed_id={}&rank=4", feed)).body);
+    EXPECT_EQ(one_shard["shards_read"], 1);
+    const auto all_shards = json::parse(send("GET", "/v1/entities/entry/by/entries_by_feed_rank?feed_id=" + feed).body);
+    EXPECT_EQ(all_shards["shards_read"], 2);
+    for (const auto& [query, field] : std::vector<std::pair<std::string, std::string>>{
+             {"rank=4", "rank"},                                 // equality must be a prefix
+             {"feed_id.gte=" + feed + "&rank=1", "rank"},        // nothing after a range
+             {"feed_id=" + feed + "&rank.gte=1&rank.gt=2", "rank.gt"},
+             {"feed_id=" + feed + "&rank.lt=x", "rank.lt"},
+             {"feed_id=" + feed + "&cursor=zz", "cursor"},
+             {"", "feed_id"}}) {
+        const auto r = send("GET", "/v1/entities/entry/by/entries_by_feed_rank?" + query);
+        EXPECT_EQ(r.status, 400) << query << " -> " << r.body;
+        EXPECT_EQ(json::parse(r.body, nullptr, false).value("field", std::string()), field) << query << " -> " << r.body;
+    }
+}
+
 TEST_F(entity_indexes_http, bad_definitions_and_queries_are_4xx_naming_the_field) {
     CAIRN_REQUIRE_SHARDS(2u);
     start_cairnd("cairn_e2e_indexes_bad", options());
