@@ -161,7 +161,9 @@ std::variant<core::index_def, input_error> parse_def(const gateway& gw, std::str
         } else if (key == "properties") {
             if (!value.is_array()) return input_error{"properties", "must be an array of {name, type, length}"};
             std::size_t i = 0;
-            for (auto p : value.get_array().value_unsafe()) {
+            // Named: a range-for over get_array().value_unsafe() would walk a destroyed temporary.
+            const simdjson::dom::array list = value.get_array().value_unsafe();
+            for (auto p : list) {
                 const auto where = fmt::format("properties[{}]", i++);
                 if (!p.is_object()) return input_error{where, "must be an object {name, type, length}"};
                 core::index_property prop;
