@@ -2,7 +2,8 @@
 // admin API of a running cairnd (docs/api.md, "Admin"), printed as a table or, with --json, as
 // the API's JSON. Settings: flags > environment (CAIRN_URL, CAIRN_TOKEN) > --config (cairnd's
 // TOML) > defaults. Exit codes are listed in exit_* below and in docs/cli.md.
-#include "apps/cli/admin_client.hpp"
+#include "apps/cli/common.hpp"
+#include "apps/cli/replay_cmds.hpp"
 #include "core/config.hpp"
 #include "journal/inspect.hpp"
 
@@ -25,188 +26,8 @@
 
 namespace {
 
-using json = nlohmann::json;
 using namespace cairn;
-
-constexpr int exit_ok = 0;
-constexpr int exit_refused = 1;      // cairnd answered with a problem (not found, invalid input, ...)
-constexpr int exit_usage = 2;        // bad arguments or settings
-constexpr int exit_unreachable = 3;  // no answer, or a 5xx answer (cairnd or its journal is in trouble)
-constexpr int exit_not_confirmed = 4;
-constexpr int exit_auth = 5;         // 401 or 403: no token, a wrong token, or a token below admin
-
-constexpr const char* exit_codes_text =
-    "Exit codes: 0 done; 1 cairnd refused the request (not found, invalid input); 2 bad arguments or settings;\n"
-    "3 cairnd did not answer or answered 5xx; 4 a drop was not confirmed; 5 not authorized (401/403);\n"
-    "6 journal check found problems.";
-
-struct settings {
-    std::string url;
-    std::string token;
-    std::string config_path;
-    bool json_out = false;
-    unsigned timeout_s = 30;
-    cli::endpoint to;
-};
-
-// A failure that ends the command with an exit code; its message goes to stderr.
-struct cli_exit {
-    int code;
-    std::string message;
-};
-
-std::string env_or(const char* name) {
-    const char* v = std::getenv(name);
-    return v ? std::string(v) : std::string();
-}
-
-// flags > environment > config file > defaults.
-void resolve_settings(settings& s) {
-    std::string url = s.url.empty() ? env_or("CAIRN_URL") : s.url;
-    std::string token = s.token.empty() ? env_or("CAIRN_TOKEN") : s.token;
-    if (!s.config_path.empty() && (url.empty() || token.empty())) {
-        auto cfg = core::load_config_file(s.config_path);
-        if (!cfg) throw cli_exit{exit_usage, fmt::format("cairn: bad config {}: {}", s.config_path, cfg.error())};
-        if (url.empty()) {
-            std::string host = cfg.value().listen_address;
-            if (host == "0.0.0.0" || host.empty()) host = "127.0.0.1";
-            if (host == "::") host = "::1";
-            if (host.find(':') != std::string::npos) host = "[" + host + "]";
-            url = fmt::format("http://{}:{}", host, cfg.value().listen_port);
-        }
-        if (token.empty()) {
-            for (const auto& t : cfg.value().tokens) {
-                if (t.token_role == core::role::admin) {
-                    token = t.token;
-                    break;
-                }
-            }
-        }
-    }
-    if (url.empty()) url = "http://127.0.0.1:8080";
-    auto e = cli::parse_url(url);
-    if (!e) throw cli_exit{exit_usage, fmt::format("cairn: bad URL \"{}\": expected http://host:port", url)};
-    s.url = url;
-    s.token = token;
-    s.to = *e;
-}
-
-// Percent-encodes a query value.
-std::string encode(std::string_view v) {
-    std::string out;
-    for (unsigned char c : v) {
-        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-            out += static_cast<char>(c);
-        } else {
-            out += fmt::format("%{:02X}", c);
-        }
-    }
-    return out;
-}
-
-// Calls cairnd; returns the JSON answer of a 2xx, throws cli_exit for everything else. With
-// --json, a problem's JSON is printed to stdout too, so that scripts can read it.
-json call(const settings& s, std::string_view method, const std::string& target, const std::string& body = {}) {
-    auto r = cli::http_call(s.to, method, target, body, s.token, std::chrono::seconds(s.timeout_s));
-    if (!r) {
-        throw cli_exit{exit_unreachable, fmt::format("cairn: no answer from cairnd at {}: {}", s.url, r.error().message())};
-    }
-    const auto& rep = r.value();
-    json parsed = json::parse(rep.body, nullptr, false);
-    if (rep.status >= 200 && rep.status < 300) {
-        if (parsed.is_discarded()) throw cli_exit{exit_unreachable, "cairn: cairnd answered with something that is not JSON"};
-        return parsed;
-    }
-    if (s.json_out && !parsed.is_discarded()) std::cout << parsed.dump() << "\n";
-    std::string what = fmt::format("HTTP {}", rep.status);
-    if (parsed.is_object()) {
-        what = parsed.value("title", what);
-        if (parsed.contains("detail")) what += ": " + parsed["detail"].get<std::string>();
-    }
-    const int code = rep.status == 401 || rep.status == 403 ? exit_auth : rep.status >= 500 ? exit_unreachable : exit_refused;
-    std::string hint;
-    if (rep.status == 401) hint = " (set --token, CAIRN_TOKEN or an admin token in --config)";
-    throw cli_exit{code, fmt::format("cairn: {} {}: {}{}", method, target, what, hint)};
-}
-
-void print_json(const json& j) { std::cout << j.dump(2) << "\n"; }
-
-// A plain text table: the header, then rows, columns padded to their widest cell.
-void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
-    std::vector<std::size_t> width(header.size());
-    for (std::size_t i = 0; i < header.size(); ++i) width[i] = header[i].size();
-    for (const auto& r : rows) {
-        for (std::size_t i = 0; i < r.size() && i < width.size(); ++i) width[i] = std::max(width[i], r[i].size());
-    }
-    auto line = [&](const std::vector<std::string>& cells) {
-        std::string out;
-        for (std::size_t i = 0; i < cells.size(); ++i) {
-            if (i + 1 == cells.size()) {
-                out += cells[i];
-            } else {
-                out += cells[i] + std::string(width[i] - cells[i].size() + 2, ' ');
-            }
-        }
-        std::cout << out << "\n";
-    };
-    line(header);
-    for (const auto& r : rows) line(r);
-}
-
-std::string str(const json& v) {
-    if (v.is_null()) return "-";
-    if (v.is_string()) return v.get<std::string>();
-    if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
-    return v.dump();
-}
-
-std::string cut(std::string s, std::size_t n) {
-    if (s.size() <= n) return s;
-    return s.substr(0, n - 3) + "...";
-}
-
-std::string duration_text(std::uint64_t ms) {
-    if (ms < 1000) return fmt::format("{} ms", ms);
-    if (ms < 120'000) return fmt::format("{:.1f} s", static_cast<double>(ms) / 1000);
-    if (ms < 7'200'000) return fmt::format("{:.1f} min", static_cast<double>(ms) / 60'000);
-    if (ms < 172'800'000) return fmt::format("{:.1f} h", static_cast<double>(ms) / 3'600'000);
-    return fmt::format("{:.1f} d", static_cast<double>(ms) / 86'400'000);
-}
-
-std::string bytes_text(double b) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (b >= 1024 && u < 4) {
-        b /= 1024;
-        ++u;
-    }
-    return fmt::format("{:.1f} {}", b, units[u]);
-}
-
-std::string edge_text(const json& op) {
-    if (!op.is_object()) return "(undecodable op)";
-    return fmt::format("{} {}->{} {} pos {}", op.value("graph", std::string("?")), str(op["source_id"]),
-                       str(op["destination_id"]), str(op["state"]), str(op["position"]));
-}
-
-// "90", "90s", "15m", "2h", "1d" as seconds.
-std::uint64_t parse_duration_s(const std::string& text, const std::string& flag) {
-    std::size_t used = 0;
-    unsigned long long n = 0;
-    try {
-        n = std::stoull(text, &used);
-    } catch (const std::exception&) {
-        throw cli_exit{exit_usage, fmt::format("cairn: {} \"{}\": expected a duration such as 90s, 15m, 2h or 1d", flag, text)};
-    }
-    const std::string unit = text.substr(used);
-    std::uint64_t mult = 0;
-    if (unit.empty() || unit == "s") mult = 1;
-    if (unit == "m") mult = 60;
-    if (unit == "h") mult = 3600;
-    if (unit == "d") mult = 86400;
-    if (mult == 0) throw cli_exit{exit_usage, fmt::format("cairn: {} \"{}\": the unit must be s, m, h or d", flag, text)};
-    return n * mult;
-}
+using namespace cairn::cli;
 
 // The filters shared by dead ls, reinject and drop.
 struct dead_filter_args {
@@ -538,7 +359,6 @@ int cmd_trace(const settings& s, std::uint64_t seq) {
 
 // ---- journal commands: read a journal directory directly (no cairnd needed) ----------------
 
-constexpr int exit_check_failed = 6;  // journal check found problems
 
 json inspection_json(const std::string& dir, const journal::inspection& in) {
     json j{{"dir", dir},
@@ -747,6 +567,8 @@ int main(int argc, char** argv) {
         "  cairn apply pause --all               stop applying; writes are still acknowledged\n"
         "  cairn trace 42                        where is write 42?\n"
         "  cairn journal stat --dir DIR          a journal directory read directly (cairnd running or dead)\n"
+        "  cairn replay --since 2h --shard 1     re-inject two hours of writes to shard 1 (idempotent)\n"
+        "  cairn journal export --dir DIR --out F.cjx   then on another gateway: cairn journal import F.cjx\n"
         "  cairn index add entries_by_user --kind entry --property user_id:id   an index, back-filled\n"
         "  CAIRN_URL=http://10.0.0.5:8080 CAIRN_TOKEN=... cairn status --json\n\n"
         "Settings: flags > environment (CAIRN_URL, CAIRN_TOKEN) > --config (cairnd's TOML: listen address and\n"
@@ -926,8 +748,9 @@ int main(int argc, char** argv) {
 
     std::string journal_dir;
     auto* journal_cmd = app.add_subcommand("journal",
-                                           "Read a journal directory directly, with cairnd running or dead (LMDB read-only,\n"
-                                           "no lock taken; run it where the directory is).\n\n"
+                                           "A journal directory read directly, with cairnd running or dead (LMDB read-only,\n"
+                                           "no lock taken; run it where the directory is): stat, check, export. And import,\n"
+                                           "which applies an export file through a cairnd.\n\n"
                                            "Examples:\n"
                                            "  cairn journal stat --dir /var/lib/cairn/journal\n"
                                            "  cairn journal check --dir /var/lib/cairn/journal --json");
@@ -948,6 +771,9 @@ int main(int argc, char** argv) {
     }
     journal_stat->callback([&] { run = [&] { return cmd_journal_stat(s, journal_dir); }; });
     journal_check->callback([&] { run = [&] { return cmd_journal_check(s, journal_dir); }; });
+
+    cli::replay_commands replay_cmds;  // replay, journal export, journal import
+    replay_cmds.add(app, *journal_cmd, s, run);
 
     auto* index = app.add_subcommand("index",
                                      "Entity indexes: define, list and drop them; run and watch the cleaner that back-fills\n"

@@ -10,6 +10,7 @@
 #include "core/shard_map.hpp"
 #include "journal/journal.hpp"
 #include "net/admin_routes.hpp"
+#include "net/replay_routes.hpp"
 #include "net/auth.hpp"
 #include "net/gateway.hpp"
 #include "net/cleaner.hpp"
@@ -185,6 +186,7 @@ int main(int argc, char** argv) {
     net::add_entity_routes(router, gw);
     net::add_index_routes(router, gw);
     net::add_admin_routes(router, gw);
+    net::add_replay_routes(router, gw);
     net::auth auth(cfg.tokens);
     net::server_options so;
     so.address = cfg.listen_address;

@@ -1,5 +1,5 @@
-// Read-only journal inspection (inspect.hpp). Raw LMDB calls: the journal's own env wrapper opens
-// read-write with a flock, which a reader beside a running cairnd must not take.
+// Read-only journal inspection (inspect.hpp). Opens with detail::env::open_read_only: the journal's
+// own open is read-write with a flock, which a reader beside a running cairnd must not take.
 #include "journal/inspect.hpp"
 
 #include "core/codec.hpp"
@@ -20,12 +20,6 @@ namespace {
 // Reader slots for the inspecting process only (LMDB's lock file keeps its own table size).
 constexpr unsigned inspect_readers_max = 4;
 
-struct env_closer {
-    void operator()(MDB_env* e) const noexcept { mdb_env_close(e); }
-};
-struct txn_aborter {
-    void operator()(MDB_txn* t) const noexcept { mdb_txn_abort(t); }
-};
 struct cursor_closer {
     void operator()(MDB_cursor* c) const noexcept { mdb_cursor_close(c); }
 };
@@ -54,22 +48,12 @@ int walk(MDB_txn* t, MDB_dbi dbi, Fn&& fn) {
 }  // namespace
 
 core::result<inspection> inspect(const std::string& path, bool check) {
-    std::error_code fs_ec;
-    if (!std::filesystem::is_regular_file(std::filesystem::path(path) / "data.mdb", fs_ec)) return core::errc::not_found;
-
-    MDB_env* raw_env = nullptr;
-    if (int rc = mdb_env_create(&raw_env); rc != 0) return detail::lmdb_error(rc);
-    std::unique_ptr<MDB_env, env_closer> env(raw_env);
-    if (int rc = mdb_env_set_maxdbs(raw_env, detail::dbs_max); rc != 0) return detail::lmdb_error(rc);
-    if (int rc = mdb_env_set_maxreaders(raw_env, inspect_readers_max); rc != 0) return detail::lmdb_error(rc);
-    // MDB_RDONLY: no writes, the map size comes from the file. MDB_NOTLS as the journal uses it.
-    if (int rc = mdb_env_open(raw_env, path.c_str(), MDB_RDONLY | MDB_NOTLS, 0640); rc != 0) {
-        if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH) return core::errc::journal_corrupt;
-        return detail::lmdb_error(rc);
-    }
-    MDB_txn* raw_txn = nullptr;
-    if (int rc = mdb_txn_begin(raw_env, nullptr, MDB_RDONLY, &raw_txn); rc != 0) return detail::lmdb_error(rc);
-    std::unique_ptr<MDB_txn, txn_aborter> txn(raw_txn);
+    auto env = detail::env::open_read_only(path, detail::dbs_max, inspect_readers_max);
+    if (!env) return env.error();
+    MDB_env* raw_env = env.value().get();
+    auto txn = detail::txn::begin_read(env.value());
+    if (!txn) return txn.error();
+    MDB_txn* raw_txn = txn.value().get();
 
     struct named {
         const char* name;
@@ -78,9 +62,9 @@ core::result<inspection> inspect(const std::string& path, bool check) {
     named ops{detail::db_ops}, cursors{detail::db_cursors}, errors{detail::db_errors}, dead{detail::db_dead},
         idem{detail::db_idem}, meta{detail::db_meta};
     for (named* n : {&ops, &cursors, &errors, &dead, &idem, &meta}) {
-        const int rc = mdb_dbi_open(raw_txn, n->name, 0, &n->dbi);
-        if (rc == MDB_NOTFOUND) return core::errc::journal_corrupt;
-        if (rc != 0) return detail::lmdb_error(rc);
+        auto dbi = detail::open_existing_db(txn.value(), n->name);
+        if (!dbi) return dbi.error();
+        n->dbi = dbi.value();
     }
 
     inspection out;
@@ -92,6 +76,7 @@ core::result<inspection> inspect(const std::string& path, bool check) {
         mdb_env_stat(raw_env, &st);
         out.map_bytes_max = info.me_mapsize;
         out.map_bytes_used = (info.me_last_pgno + 1) * std::uint64_t{st.ms_psize};
+        std::error_code fs_ec;
         out.file_bytes = std::filesystem::file_size(std::filesystem::path(path) / "data.mdb", fs_ec);
     }
     auto count = [&](MDB_dbi dbi) -> std::uint64_t {

@@ -764,7 +764,16 @@ void journal::set_commit_listener(std::function<void(std::uint64_t)> fn) {
 
 core::result<std::vector<std::pair<std::uint64_t, core::op>>> journal::read_ops(std::uint64_t after_seq,
                                                                                std::size_t max) const {
+    auto timed = read_timed_ops(after_seq, max);
+    if (!timed) return timed.error();
     std::vector<std::pair<std::uint64_t, core::op>> out;
+    out.reserve(timed.value().size());
+    for (auto& t : timed.value()) out.emplace_back(t.seq, std::move(t.op));
+    return out;
+}
+
+core::result<std::vector<timed_op>> journal::read_timed_ops(std::uint64_t after_seq, std::size_t max) const {
+    std::vector<timed_op> out;
     if (max == 0 || after_seq >= detail::seq_max) return out;
     auto t = detail::txn::begin_read(impl_->env);
     if (!t) return t.error();
@@ -786,7 +795,7 @@ core::result<std::vector<std::pair<std::uint64_t, core::op>>> journal::read_ops(
             spdlog::error("journal {}: op {} does not decode", impl_->opts.path, seq);
             return o.error();
         }
-        out.emplace_back(seq, std::move(o.value()));
+        out.push_back(timed_op{seq, detail::get_be(v.data(), 8), std::move(o.value())});
     }
     return out;
 }

@@ -76,6 +76,13 @@ struct apply_outcome {
     std::vector<dead_letter> remove_dead;   // matched by shard, seq (the CLI re-injects a dead letter); absent ones are ignored
 };
 
+// One journaled op with its seq and the wall time it was appended at.
+struct timed_op {
+    std::uint64_t seq = 0;
+    std::uint64_t append_ms = 0;
+    core::op op;
+};
+
 struct stats {
     std::uint64_t last_seq = 0;
     std::uint64_t ops_count = 0;
@@ -134,6 +141,8 @@ public:
     // Ops with seq > after_seq, ascending, at most max. errc::journal_corrupt for a bad record.
     [[nodiscard]] core::result<std::vector<std::pair<std::uint64_t, core::op>>> read_ops(std::uint64_t after_seq,
                                                                                         std::size_t max) const;
+    // As read_ops, with each op's append wall time (for replays by time range).
+    [[nodiscard]] core::result<std::vector<timed_op>> read_timed_ops(std::uint64_t after_seq, std::size_t max) const;
     // The op record (core::encode_op bytes, without the append time) of seq; errc::not_found.
     [[nodiscard]] core::result<std::string> read_op_bytes(std::uint64_t seq) const;
     // The append wall time of seq in ms; errc::not_found.

@@ -49,6 +49,11 @@ asio::awaitable<core::result<reply>> async_call(endpoint to, http::request<http:
     auto res = parser.release();
     reply out;
     out.status = res.result_int();
+    if (auto it = res.find(http::field::retry_after); it != res.end()) {
+        unsigned v = 0;
+        const auto text = it->value();
+        if (std::from_chars(text.data(), text.data() + text.size(), v).ec == std::errc{}) out.retry_after_s = v;
+    }
     if (auto it = res.find(http::field::content_type); it != res.end()) {
         out.content_type = std::string(it->value().data(), it->value().size());
     }
@@ -94,7 +99,8 @@ std::optional<endpoint> parse_url(std::string_view url) {
 }
 
 core::result<reply> http_call(const endpoint& to, std::string_view method, std::string_view target,
-                              std::string_view body, std::string_view token, std::chrono::milliseconds timeout) {
+                              std::string_view body, std::string_view token, std::chrono::milliseconds timeout,
+                              std::string_view content_type) {
     http::request<http::string_body> req;
     req.method(http::string_to_verb(beast::string_view(method.data(), method.size())));
     req.target(beast::string_view(target.data(), target.size()));
@@ -104,7 +110,7 @@ core::result<reply> http_call(const endpoint& to, std::string_view method, std::
     req.set(http::field::accept, "application/json");
     if (!token.empty()) req.set(http::field::authorization, "Bearer " + std::string(token));
     if (!body.empty()) {
-        req.set(http::field::content_type, "application/json");
+        req.set(http::field::content_type, beast::string_view(content_type.data(), content_type.size()));
         req.body() = std::string(body);
     }
     req.keep_alive(false);

@@ -24,14 +24,16 @@ std::optional<endpoint> parse_url(std::string_view url);
 struct reply {
     unsigned status = 0;
     std::string content_type;
+    unsigned retry_after_s = 0;  // Retry-After in seconds, 0 when absent
     std::string body;
 };
 
-// Sends method target (with body as JSON, and "Authorization: Bearer token" unless token is
+// Sends method target (with body of content_type, and "Authorization: Bearer token" unless token is
 // empty) and returns the answer, whatever its status. Errors: resolving, connecting, writing or
 // reading failed, or beast::error::timeout once timeout passed.
 [[nodiscard]] core::result<reply> http_call(const endpoint& to, std::string_view method, std::string_view target,
                                             std::string_view body, std::string_view token,
-                                            std::chrono::milliseconds timeout);
+                                            std::chrono::milliseconds timeout,
+                                            std::string_view content_type = "application/json");
 
 }  // namespace cairn::cli

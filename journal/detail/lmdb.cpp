@@ -2,6 +2,8 @@
 
 #include "core/assert.hpp"
 
+#include <filesystem>
+
 namespace cairn::journal::detail {
 namespace {
 
@@ -39,6 +41,24 @@ core::result<env> env::open(const std::string& path, std::uint64_t map_bytes, un
     if (int rc = mdb_env_set_maxdbs(raw, dbs_max); rc != 0) return lmdb_error(rc);
     if (int rc = mdb_env_set_maxreaders(raw, readers_max); rc != 0) return lmdb_error(rc);
     if (int rc = mdb_env_open(raw, path.c_str(), env_flags, 0640); rc != 0) return lmdb_error(rc);
+    return e;
+}
+
+core::result<env> env::open_read_only(const std::string& path, unsigned dbs_max, unsigned readers_max) {
+    // No data.mdb, no journal: say so before mdb_env_open, which would leave a lock.mdb behind.
+    std::error_code fs_ec;
+    if (!std::filesystem::is_regular_file(std::filesystem::path(path) / "data.mdb", fs_ec)) {
+        return core::errc::not_found;
+    }
+    MDB_env* raw = nullptr;
+    if (int rc = mdb_env_create(&raw); rc != 0) return lmdb_error(rc);
+    env e(raw);
+    if (int rc = mdb_env_set_maxdbs(raw, dbs_max); rc != 0) return lmdb_error(rc);
+    if (int rc = mdb_env_set_maxreaders(raw, readers_max); rc != 0) return lmdb_error(rc);
+    if (int rc = mdb_env_open(raw, path.c_str(), env_flags_read_only, 0640); rc != 0) {
+        if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH) return core::errc::journal_corrupt;
+        return lmdb_error(rc);
+    }
     return e;
 }
 
@@ -92,6 +112,14 @@ int txn::put(MDB_dbi dbi, std::string_view key, std::string_view value, unsigned
 int txn::del(MDB_dbi dbi, std::string_view key) noexcept {
     MDB_val k = to_val(key);
     return mdb_del(t_, dbi, &k, nullptr);
+}
+
+core::result<MDB_dbi> open_existing_db(const txn& t, const char* name) {
+    MDB_dbi dbi = 0;
+    const int rc = mdb_dbi_open(t.get(), name, 0, &dbi);
+    if (rc == MDB_NOTFOUND) return core::errc::journal_corrupt;
+    if (rc != 0) return lmdb_error(rc);
+    return dbi;
 }
 
 cursor::~cursor() {

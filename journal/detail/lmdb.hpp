@@ -27,6 +27,12 @@ inline constexpr unsigned env_flags_forbidden = MDB_NOSYNC | MDB_NOMETASYNC | MD
 static_assert((env_flags & env_flags_forbidden) == 0, "the journal never opens LMDB with an unsafe flag");
 static_assert((env_flags & MDB_NOTLS) != 0, "reads come from any thread");
 
+// The flags of a reader beside the journal's owner (journal/inspect.hpp, journal/export_file.hpp):
+// MDB_RDONLY, so it never writes data.mdb and the map size comes from the file; MDB_NOTLS as the
+// journal uses it.
+inline constexpr unsigned env_flags_read_only = MDB_RDONLY | MDB_NOTLS;
+static_assert(env_flags_read_only == (env_flags | MDB_RDONLY), "a reader opens as the journal does, read-only");
+
 const boost::system::error_category& lmdb_category() noexcept;
 inline core::error_code lmdb_error(int rc) noexcept { return {rc, lmdb_category()}; }
 
@@ -49,6 +55,13 @@ public:
     // Creates and opens an environment in directory path (which must exist) with env_flags.
     [[nodiscard]] static core::result<env> open(const std::string& path, std::uint64_t map_bytes,
                                                 unsigned dbs_max, unsigned readers_max);
+
+    // Opens the environment in directory path with env_flags_read_only and takes no flock, so it
+    // works while the journal's owner (in another process) holds it and after the owner died.
+    // Errors: errc::not_found (no data.mdb in path), errc::journal_corrupt (LMDB refuses the
+    // file), LMDB errors.
+    [[nodiscard]] static core::result<env> open_read_only(const std::string& path, unsigned dbs_max,
+                                                          unsigned readers_max);
 
     MDB_env* get() const noexcept { return e_; }
 
@@ -87,6 +100,11 @@ public:
 private:
     MDB_txn* t_ = nullptr;
 };
+
+// Opens the named database name, which must exist, in t (without MDB_CREATE): errc::journal_corrupt
+// if it is missing, or an LMDB error. In a read-only txn the handle lasts until t ends, or for the
+// environment's life if t commits.
+[[nodiscard]] core::result<MDB_dbi> open_existing_db(const txn& t, const char* name);
 
 class cursor {
 public:

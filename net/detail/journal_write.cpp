@@ -24,6 +24,8 @@ using namespace std::chrono_literals;
 
 constexpr std::size_t idempotency_key_bytes_max = 200;
 
+}  // namespace
+
 response journal_error(const request& req, const core::error_code& ec) {
     response res;
     if (ec == core::errc::journal_full) {
@@ -49,6 +51,8 @@ response journal_error(const request& req, const core::error_code& ec) {
     }
     return res;
 }
+
+namespace {
 
 std::string render_appended(const journal::appended& a) {
     if (a.ts.size() == 1) {

@@ -24,6 +24,10 @@ namespace cairn::net::detail {
 
 inline constexpr std::string_view write_query_params[] = {"wait", "timeout_ms"};
 
+// The 503 problem (with Retry-After) for a failed append: journal full, overloaded, shutting
+// down or failed.
+response journal_error(const request& req, const core::error_code& ec);
+
 // ops: validated, stamped (op_id is set by the journal). At least one.
 boost::asio::awaitable<response> async_journal_write(gateway& gw, route_context& ctx, std::vector<core::op> ops);
 

@@ -2,6 +2,7 @@
 // A poison op is dead-lettered, shown, edited, re-injected and applied; pause/resume holds and
 // releases apply while writes are acknowledged; trace reports each state; --help of every
 // subcommand leads with examples; --json output parses; settings come from flags, env, config.
+#include "tests/integration/cli_support.hpp"
 #include "tests/support/cairnd_fixture.hpp"
 #include "tests/support/e2e.hpp"
 
@@ -27,53 +28,6 @@ namespace cairn::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-struct cli_run {
-    int code = -1;
-    std::string out;
-    std::string err;
-
-    nlohmann::json json() const { return nlohmann::json::parse(out); }
-};
-
-std::string shell_quote(const std::string& s) {
-    std::string q = "'";
-    for (char c : s) {
-        if (c == '\'') {
-            q += "'\\''";
-        } else {
-            q += c;
-        }
-    }
-    return q + "'";
-}
-
-// Runs cairn with args and the environment assignments in env (only those: CAIRN_URL and
-// CAIRN_TOKEN of the test's own environment are cleared), stdin from /dev/null.
-cli_run run_cairn(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
-    const std::string err_dir = make_temp_dir("cairn-cli-err");
-    const std::string err_path = err_dir + "/stderr";
-    std::string cmd = "env -u CAIRN_URL -u CAIRN_TOKEN";
-    for (const auto& [k, v] : env) cmd += " " + k + "=" + shell_quote(v);
-    cmd += " " + shell_quote(CAIRN_CAIRN_PATH);
-    for (const auto& a : args) cmd += " " + shell_quote(a);
-    cmd += " </dev/null 2>" + shell_quote(err_path);
-    cli_run r;
-    FILE* p = ::popen(cmd.c_str(), "r");
-    if (p == nullptr) return r;
-    char buf[4096];
-    std::size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-    const int status = ::pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    std::ifstream in(err_path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    r.err = ss.str();
-    std::error_code ignored;
-    std::filesystem::remove_all(err_dir, ignored);
-    return r;
-}
 
 class cli : public cairnd_test {
 protected:
@@ -388,6 +342,9 @@ TEST(cli_help, every_subcommand_has_help_that_leads_with_examples) {
         {"journal"},
         {"journal", "stat"},
         {"journal", "check"},
+        {"journal", "export"},
+        {"journal", "import"},
+        {"replay"},
         {"index"},
         {"index", "ls"},
         {"index", "add"},
