@@ -215,25 +215,26 @@ void take_op(const gateway& gw, const replay_filter& f, std::uint64_t now_ms, co
     batch.push_back(std::move(o));
 }
 
-// Appends batch (ops that keep their op ids and ts) in chunks, until the journal refuses one
-// (failure set).
-asio::awaitable<void> async_append_replayed(gateway& gw, std::vector<core::op> batch, replay_tally& t,
-                                                   std::optional<core::error_code>& failure) {
+// Appends batch (ops that keep their op ids and ts) in chunks, unless f is a dry run; returns the
+// journal's error when it refused a chunk. All or nothing for the caller: on a refusal it sends
+// the same request again (Retry-After says when), so the chunks journaled before the refusal are
+// journaled twice, which applying makes harmless.
+asio::awaitable<std::optional<core::error_code>> async_append_replayed(gateway& gw, const replay_filter& f,
+                                                                       std::vector<core::op> batch, replay_tally& t) {
+    if (f.dry_run) co_return std::nullopt;
     std::size_t done = 0;
     while (done < batch.size()) {
         const std::size_t n = std::min(append_chunk, batch.size() - done);
         std::vector<core::op> chunk(std::make_move_iterator(batch.begin() + static_cast<std::ptrdiff_t>(done)),
                                     std::make_move_iterator(batch.begin() + static_cast<std::ptrdiff_t>(done + n)));
         auto appended = co_await shards::async_append(gw.journal, std::move(chunk), std::string());
-        if (!appended) {
-            failure = appended.error();
-            co_return;
-        }
+        if (!appended) co_return appended.error();
         if (t.journaled_first_seq == 0) t.journaled_first_seq = appended.value().first_seq;
         t.journaled_last_seq = appended.value().last_seq;
         t.replayed += n;
         done += n;
     }
+    co_return std::nullopt;
 }
 
 response answer(const request& req, const json& j) {
@@ -276,13 +277,8 @@ asio::awaitable<response> async_replay_journal(gateway& gw, route_context& ctx) 
         }
         if (read.value().empty()) next = f.to_seq + 1;
     }
-    if (!f.dry_run && !batch.empty()) {
-        // All or nothing for the caller: on a refusal it retries this request as it was (Retry-After
-        // says when); the chunks journaled before the refusal are then journaled twice, which applying
-        // makes harmless.
-        std::optional<core::error_code> failure;
-        co_await async_append_replayed(gw, std::move(batch), t, failure);
-        if (failure) co_return detail::journal_error(req, *failure);
+    if (auto failure = co_await async_append_replayed(gw, f, std::move(batch), t)) {
+        co_return detail::journal_error(req, *failure);
     }
     json out = t.render();
     out["dry_run"] = f.dry_run;
@@ -344,11 +340,8 @@ asio::awaitable<response> async_replay_records(gateway& gw, route_context& ctx) 
         ++t.scanned;
         if (matches(f, gw.map, r.seq, r.append_ms, r.op)) take_op(gw, f, now, std::move(r.op), t, batch);
     }
-    if (!f.dry_run && !batch.empty()) {
-        // All or nothing for the caller, as for the journal route.
-        std::optional<core::error_code> failure;
-        co_await async_append_replayed(gw, std::move(batch), t, failure);
-        if (failure) co_return detail::journal_error(req, *failure);
+    if (auto failure = co_await async_append_replayed(gw, f, std::move(batch), t)) {
+        co_return detail::journal_error(req, *failure);
     }
     json out = t.render();
     out["dry_run"] = f.dry_run;
