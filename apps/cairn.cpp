@@ -97,9 +97,10 @@ int cmd_status(const settings& s) {
     std::vector<std::vector<std::string>> rows;
     for (const auto& sh : st["shards"]) {
         rows.push_back({str(sh["shard"]), str(sh["up"]), str(sh["paused"]), str(sh["applied_seq"]), str(sh["lag_ops"]),
-                        str(sh["error_queue"])});
+                        str(sh["error_queue"]),
+                        fmt::format("{} ({:.1f}%)", str(sh["failed_last_minute"]), sh["error_rate"].get<double>() * 100)});
     }
-    print_table({"SHARD", "UP", "PAUSED", "APPLIED", "LAG", "ERROR QUEUE"}, rows);
+    print_table({"SHARD", "UP", "PAUSED", "APPLIED", "LAG", "ERROR QUEUE", "FAILED/MIN"}, rows);
     return exit_ok;
 }
 
@@ -769,11 +770,19 @@ int main(int argc, char** argv) {
     for (auto* sub : {journal_stat, journal_check}) {
         sub->add_option("--dir", journal_dir, "the journal directory (cairnd's journal.path)")->required();
     }
-    journal_stat->callback([&] { run = [&] { return cmd_journal_stat(s, journal_dir); }; });
-    journal_check->callback([&] { run = [&] { return cmd_journal_check(s, journal_dir); }; });
+    // These read the directory, not cairnd: they need no URL or token (a bad one is no error).
+    bool local_only = false;
+    journal_stat->callback([&] {
+        local_only = true;
+        run = [&] { return cmd_journal_stat(s, journal_dir); };
+    });
+    journal_check->callback([&] {
+        local_only = true;
+        run = [&] { return cmd_journal_check(s, journal_dir); };
+    });
 
     cli::replay_commands replay_cmds;  // replay, journal export, journal import
-    replay_cmds.add(app, *journal_cmd, s, run);
+    replay_cmds.add(app, *journal_cmd, s, run, local_only);
 
     auto* index = app.add_subcommand("index",
                                      "Entity indexes: define, list and drop them; run and watch the cleaner that back-fills\n"
@@ -854,7 +863,7 @@ int main(int argc, char** argv) {
         return exit_usage;
     }
     try {
-        resolve_settings(s);
+        if (!local_only) resolve_settings(s);
         return run ? run() : exit_usage;
     } catch (const cli_exit& e) {
         std::cerr << e.message << "\n";

@@ -242,8 +242,11 @@ int main(int argc, char** argv) {
     for (std::uint32_t i = 1; i < cfg.threads; ++i) threads.emplace_back([&ioc] { ioc.run(); });
     ioc.run();
     for (auto& t : threads) t.join();
-    // The workers are destroyed before the journal: the writer thread must not reach them.
+    // The writer thread must not reach the workers any more; then it is joined (the journal closed)
+    // now, while the io_context lives: a completion callback it still holds may own a copy of a
+    // strand, whose destructor uses the io_context's strand service. Nothing below uses the journal.
     jn.set_commit_listener({});
+    opened.value().reset();
     spdlog::info("cairnd stopped");
     const int code = exit_code.load();
     return code < 0 ? 0 : code;

@@ -363,12 +363,16 @@ json render_status(gateway& gw) {
         const std::uint64_t applied = w->applied_seq();
         min_applied = std::min(min_applied, applied);
         auto queued = gw.journal.list_errors(static_cast<std::uint32_t>(i), std::nullopt, errors_limit_max);
+        const auto minute = w->last_minute();
         shards.push_back(json{{"shard", i},
                               {"up", w->shard_up()},
                               {"applied_seq", applied},
                               {"lag_ops", st.last_seq > applied ? st.last_seq - applied : 0},
                               {"paused", w->paused()},
-                              {"error_queue", queued ? json(queued.value().size()) : json(nullptr)}});
+                              {"error_queue", queued ? json(queued.value().size()) : json(nullptr)},
+                              {"applied_last_minute", minute.ok},
+                              {"failed_last_minute", minute.failed},
+                              {"error_rate", minute.failed_fraction()}});
     }
     json oldest = nullptr;
     if (min_applied < st.last_seq) {

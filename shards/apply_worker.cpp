@@ -282,6 +282,7 @@ asio::awaitable<bool> apply_worker::async_apply_batch() {
         m_batch_latency_.observe(std::chrono::steady_clock::now() - started);
         m_batch_ops_.observe(static_cast<double>(mine.size()));
         m_applied_ops_.inc(mine.size() - outcome.put_errors.size());
+        outcomes_.add(now_ms(), mine.size() - outcome.put_errors.size(), outcome.put_errors.size());
     }
     auto committed = co_await async_commit_outcome(journal_, std::move(outcome));
     if (!committed) {
@@ -321,6 +322,7 @@ asio::awaitable<bool> apply_worker::async_retry_errors() {
             auto r = co_await async_apply(conn, one);
             if (r) {
                 m_applied_ops_.inc();
+                outcomes_.add(now_ms(), 1, 0);
                 continue;
             }
             if (is_outage(r.error())) {
@@ -339,6 +341,7 @@ asio::awaitable<bool> apply_worker::async_retry_errors() {
         }
         if (next.errors.size() > 16) next.errors.erase(next.errors.begin());
         next.attempts += 1;
+        outcomes_.add(now_ms(), 0, 1);
         if (next.attempts >= opts_.lim.retry_attempts_max) {
             spdlog::error("shard {}: op seq {} failed {} times; it is now a dead letter: {}", shard, next.seq,
                           next.attempts, next.errors.back());

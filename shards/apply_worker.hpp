@@ -11,6 +11,7 @@
 #include "core/entities.hpp"
 #include "core/limits.hpp"
 #include "core/metrics.hpp"
+#include "core/minute_window.hpp"
 #include "core/op.hpp"
 #include "core/result.hpp"
 #include "core/shard_map.hpp"
@@ -74,6 +75,9 @@ public:
     // wait ends within timeout. Any thread; the worker must outlive the wait.
     boost::asio::awaitable<bool> async_wait_applied(std::uint64_t seq, std::chrono::milliseconds timeout);
     bool shard_up() const noexcept { return shard_up_.load(); }
+    // Ops applied and ops that failed on the healthy shard (queued for retry or dead-lettered)
+    // over the last minute, by this worker's wall clock; outages are not failures.
+    core::minute_window::totals last_minute() const { return outcomes_.last_minute(now_ms()); }
     core::shard_index shard() const noexcept { return opts_.shard; }
 
     // Applies ops (already filtered to nothing) in one transaction: the one apply function
@@ -112,6 +116,7 @@ private:
     std::atomic<bool> shard_up_{false};
     std::chrono::milliseconds outage_delay_{0};
     std::minstd_rand rng_;
+    core::minute_window outcomes_;
 
     core::gauge& m_applied_seq_;
     core::gauge& m_up_;

@@ -26,9 +26,15 @@ auto make_journal_callback(Handler&& handler) {
     using handler_t = std::decay_t<Handler>;
     auto h = std::make_shared<handler_t>(std::forward<Handler>(handler));
     auto work = boost::asio::make_work_guard(boost::asio::get_associated_executor(*h));
+    // The journal calls this once, but may keep the std::function until after the io_context is
+    // gone (in its queue, or when it is destroyed): so the handler, and the executor (a strand)
+    // inside it, move out into the posted call, and nothing of them stays behind in the callback.
     return [h, work](core::result<Value> r) mutable {
         auto ex = boost::asio::get_associated_executor(*h);
-        boost::asio::post(ex, [h, r = std::move(r)]() mutable { (*h)(std::move(r)); });
+        boost::asio::post(ex, [h = std::move(h), r = std::move(r)]() mutable {
+            auto owned = std::move(h);
+            (*owned)(std::move(r));
+        });
         work.reset();
     };
 }

@@ -335,7 +335,8 @@ int export_journal(const settings& s, const std::string& dir, const std::string&
 
 }  // namespace
 
-void replay_commands::add(CLI::App& app, CLI::App& journal, const settings& s, std::function<int()>& run) {
+void replay_commands::add(CLI::App& app, CLI::App& journal, const settings& s, std::function<int()>& run,
+                          bool& local_only) {
     auto* replay = app.add_subcommand(
         "replay",
         "Re-inject journaled writes through cairnd's normal apply path: a range of cairnd's own journal\n"
@@ -402,7 +403,8 @@ void replay_commands::add(CLI::App& app, CLI::App& journal, const settings& s, s
     exp->add_option("--to-seq", range_.to_seq, "the last seq (default: the newest)");
     exp->add_option("--since", range_.since, "ops appended at or after: Unix ms, 2026-11-24T10:00:00Z, or 2h ago");
     exp->add_option("--until", range_.until, "ops appended at or before (same forms)");
-    exp->callback([this, &s, &run] {
+    exp->callback([this, &s, &run, &local_only] {
+        local_only = true;
         run = [this, &s] {
             journal::export_range r;
             if (range_.from_seq) r.from_seq = *range_.from_seq;

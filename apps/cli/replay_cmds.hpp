@@ -19,8 +19,9 @@ namespace cairn::cli {
 // The commands' arguments; lives as long as the parse and the run.
 class replay_commands {
 public:
-    // Adds `replay` to app and `export` / `import` to journal; a chosen command sets run.
-    void add(CLI::App& app, CLI::App& journal, const settings& s, std::function<int()>& run);
+    // Adds `replay` to app and `export` / `import` to journal; a chosen command sets run, and
+    // local_only for export (which reads a directory, not cairnd).
+    void add(CLI::App& app, CLI::App& journal, const settings& s, std::function<int()>& run, bool& local_only);
 
 private:
     struct range_args {

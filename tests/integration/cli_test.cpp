@@ -157,6 +157,14 @@ TEST_F(cli, a_dead_letter_is_shown_edited_reinjected_and_applied) {
     auto status = cairn_json({"status"});
     EXPECT_EQ(status["journal"]["dead_letters"], 0);
     EXPECT_EQ(status["journal"]["error_queue"], 0);
+    // The error rate of the last minute: the poison op failed twice on its shard, then applied.
+    EXPECT_EQ(status["shards"][shard]["failed_last_minute"], 2) << status.dump();
+    EXPECT_GE(status["shards"][shard]["applied_last_minute"].get<int>(), 1);
+    EXPECT_GT(status["shards"][shard]["error_rate"].get<double>(), 0.0);
+    EXPECT_EQ(status["shards"][1 - shard]["failed_last_minute"], 0);
+    EXPECT_EQ(status["shards"][1 - shard]["error_rate"], 0.0);
+    auto status_table = cairn({"status"});
+    EXPECT_NE(status_table.out.find("FAILED/MIN"), std::string::npos) << status_table.out;
     EXPECT_EQ(cairn_json({"errors", "ls"})["errors"].size(), 0u);
 }
 
@@ -283,6 +291,9 @@ TEST(cli_journal, stat_and_check_read_a_journal_that_is_open) {
     EXPECT_EQ(js["last_seq"], 4);
     EXPECT_EQ(js["cursors"].size(), 0u);  // nothing applied yet: no cursor stored
 
+
+    // They read the directory, not cairnd: settings for cairnd are not needed, nor checked.
+    EXPECT_EQ(run_cairn({"journal", "stat", "--dir", dir, "--url", "ftp://not-cairnd"}).code, 0);
 
     auto check = run_cairn({"journal", "check", "--dir", dir});
     EXPECT_EQ(check.code, 0) << check.err;
