@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -184,19 +185,25 @@ summary_files write_summary(const std::string& raw_dir, const std::string& out_d
     };
     for (auto& [scenario, doc] : by_scenario) {
         write(fmt::format("{}-{}.json", label, scenario), doc.dump(2) + "\n");
-        // gnuplot data for closed-loop lines with both targets.
-        std::map<double, std::pair<const json*, const json*>> points;
+        // gnuplot data for closed-loop lines: one column per target (cairn over HTTP, over WebSocket,
+        // direct), 0 where a target has no line at that concurrency.
+        static constexpr std::array<std::string_view, 3> targets = {"cairn-http", "cairn-ws", "direct"};
+        std::map<double, std::array<const json*, targets.size()>> points;
         for (const auto& r : doc["runs"]) {
             if (!is_ok(r) || str(r, "mode") != "closed") continue;
+            const auto t = std::find(targets.begin(), targets.end(), str(r, "target"));
+            if (t == targets.end()) continue;
             auto& pt = points[num(r, "concurrency")];
-            (str(r, "target") == "direct" ? pt.second : pt.first) = &r;
+            pt[static_cast<std::size_t>(t - targets.begin())] = &r;
         }
         if (points.empty()) continue;
-        std::string dat = "# concurrency cairn_throughput direct_throughput cairn_p99_ms direct_p99_ms\n";
+        std::string dat =
+            "# concurrency http_throughput ws_throughput direct_throughput http_p99_ms ws_p99_ms direct_p99_ms\n";
         for (const auto& [c, pt] : points) {
-            dat += fmt::format("{:.0f} {:.1f} {:.1f} {:.3f} {:.3f}\n", c, pt.first ? num(*pt.first, "throughput") : 0.0,
-                               pt.second ? num(*pt.second, "throughput") : 0.0, pt.first ? lat_ms(*pt.first, "p99_us") : 0.0,
-                               pt.second ? lat_ms(*pt.second, "p99_us") : 0.0);
+            dat += fmt::format("{:.0f}", c);
+            for (const json* r : pt) dat += fmt::format(" {:.1f}", r ? num(*r, "throughput") : 0.0);
+            for (const json* r : pt) dat += fmt::format(" {:.3f}", r ? lat_ms(*r, "p99_us") : 0.0);
+            dat += '\n';
         }
         write(fmt::format("{}-{}.dat", label, scenario), dat);
     }

@@ -14,8 +14,8 @@ struct summary_files {
 
 // Reads raw_dir/*.json (reports of cairn-bench --json) and writes into out_dir:
 //   <label>-<scenario>.json  {"scenario", "runs": [...]} per scenario
-//   <label>-<scenario>.dat   gnuplot rows "concurrency cairn_throughput direct_throughput cairn_p99_ms direct_p99_ms"
-//                            (load scenarios only)
+//   <label>-<scenario>.dat   gnuplot rows "concurrency http_throughput ws_throughput direct_throughput
+//                            http_p99_ms ws_p99_ms direct_p99_ms" (closed-loop lines; 0 where a target has none)
 //   <label>-table.md         the markdown table
 summary_files write_summary(const std::string& raw_dir, const std::string& out_dir, const std::string& label);
 
