@@ -109,7 +109,10 @@ struct ws_conn::state : std::enable_shared_from_this<ws_conn::state> {
             beast::get_lowest_layer(ws).expires_never();
             websocket::stream_base::timeout t{};
             t.handshake_timeout = timeout;
-            t.idle_timeout = timeout;  // a read that sees nothing for this long fails every call
+            // No idle timeout: Beast's idle timer would keep the load's io_context busy for that long
+            // after the last answer. A call that waits longer than timeout closes the connection
+            // instead (async_call_with), which ends the pending read.
+            t.idle_timeout = websocket::stream_base::none();
             t.keep_alive_pings = false;
             ws.set_option(t);
             co_await ws.async_handshake(host, "/v1/ws", use_ec(ec));
@@ -238,9 +241,13 @@ asio::awaitable<core::result<unsigned>> ws_conn::async_call_with(std::shared_ptr
     error_code ec;
     co_await w->timer->async_wait(use_ec(ec));
     if (w->result) co_return *w->result;
-    // Timed out: forget the waiter (its answer, if it comes, is dropped).
+    // Timed out: forget the waiter, and close the connection: one that left a call unanswered this
+    // long is not trusted again, and closing ends its pending read (failing every other call on it)
+    // instead of leaving the read, and the load, waiting forever.
     auto forget = [](std::shared_ptr<state> st, std::uint64_t i) -> asio::awaitable<void> {
         st->waiting.erase(i);
+        error_code ignored;
+        beast::get_lowest_layer(st->ws).socket().close(ignored);
         co_return;
     };
     co_await asio::co_spawn(s->strand, forget(s, id), asio::use_awaitable);
