@@ -348,8 +348,9 @@ void replay_commands::add(CLI::App& app, CLI::App& journal, const settings& s, s
         "  cairn replay --since 2026-11-24T09:00:00Z --until 2026-11-24T10:00:00Z --model edge --name follows\n"
         "  cairn replay --model entity --key 0b7c3f0e-5a7e-4c1c-9b41-7d1f6f0a2c11\n"
         "  cairn replay --file gw3.cjx --rate 5000 --wait       writes saved from another gateway's disk");
-    auto* from_seq = replay->add_option("--from-seq", range_.from_seq, "the first journal seq (default: the oldest kept)");
-    auto* to_seq = replay->add_option("--to-seq", range_.to_seq, "the last journal seq (default: the newest)");
+    replay->add_option("--from-seq", range_.from_seq,
+                       "the first journal seq (with --file: of the journal it was exported from; default: the oldest)");
+    replay->add_option("--to-seq", range_.to_seq, "the last journal seq (default: the newest)");
     replay->add_option("--since", range_.since, "ops appended at or after: Unix ms, 2026-11-24T10:00:00Z, or 2h ago");
     replay->add_option("--until", range_.until, "ops appended at or before (same forms)");
     replay->add_option("--shard", shard_, "only ops that write a row on this shard");
@@ -359,10 +360,8 @@ void replay_commands::add(CLI::App& app, CLI::App& journal, const settings& s, s
     replay->add_option("--key", key_,
                        "only ops of this key: a node id (either end of an edge), an entity id or cell row key, "
                        "a counter dimension value");
-    auto* file = replay->add_option("--file", file_, "replay an export file (cairn journal export) instead of cairnd's journal")
-                     ->check(CLI::ExistingFile);
-    from_seq->excludes(file);
-    to_seq->excludes(file);
+    replay->add_option("--file", file_, "replay an export file (cairn journal export) instead of cairnd's journal")
+        ->check(CLI::ExistingFile);
     replay->add_flag("--dry-run", dry_run_, "count what would be replayed; change nothing");
     replay->add_flag("--include-expired-counters", include_expired_,
                      "also replay counter increments older than counters.op_ids_keep_hours (see docs/counters.md)");

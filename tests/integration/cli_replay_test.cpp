@@ -190,7 +190,8 @@ TEST_F(cli_replay, an_exported_journal_is_applied_by_a_second_fresh_gateway_once
         EXPECT_EQ(shard_rows(shards[0], db_b), rows_a0);
         EXPECT_EQ(shard_rows(shards[1], db_b), rows_a1);
     }
-    // replay --file takes filters: only counters, none of them new.
+    // replay --file takes filters: seqs of the source journal, and only counters (none of them new).
+    EXPECT_EQ(cairn_json({"replay", "--file", file, "--from-seq", "101", "--to-seq", "120", "--dry-run"})["matched"], 20);
     auto counters = cairn_json({"replay", "--file", file, "--model", "counter", "--wait"});
     EXPECT_EQ(counters["matched"], 60);
     EXPECT_EQ(shard_rows(shards[1], db_b), rows_a1);
