@@ -467,11 +467,8 @@ std::string progress_line(const json& p) {
     const double total = static_cast<double>(p["rows_total"].get<std::uint64_t>());
     const double done = static_cast<double>(p["rows_scanned"].get<std::uint64_t>());
     const double frac = total > 0 ? std::min(1.0, done / total) : (p["state"] == "done" ? 1.0 : 0.0);
-    const int width = 30;
-    const int filled = static_cast<int>(frac * width);
     std::string eta = p["eta_s"].is_null() ? std::string("?") : duration_text(static_cast<std::uint64_t>(p["eta_s"].get<double>() * 1000));
-    return fmt::format("{} [{}{}] {:3.0f}% {}/{} rows ({}), {:.0f} rows/s, {} left, +{} -{}", str(p["index"]),
-                       std::string(static_cast<std::size_t>(filled), '#'), std::string(static_cast<std::size_t>(width - filled), '.'),
+    return fmt::format("{} [{}] {:3.0f}% {}/{} rows ({}), {:.0f} rows/s, {} left, +{} -{}", str(p["index"]), bar(frac),
                        frac * 100, p["rows_scanned"].get<std::uint64_t>(), p["rows_total"].get<std::uint64_t>(), str(p["phase"]),
                        p["rate_rows_per_s"].get<double>(), eta, str(p["rows_added"]), str(p["rows_removed"]));
 }
@@ -479,20 +476,14 @@ std::string progress_line(const json& p) {
 // Shows a cleaner run until it ends (watch) or once: a bar redrawn on a terminal, plain lines
 // every 2 s otherwise, on stderr; the final state on stdout (JSON with --json).
 int show_cleaner(const settings& s, const std::string& name, bool watch) {
-    const bool tty = ::isatty(STDERR_FILENO) != 0;
+    progress bar_line;
     json p = call(s, "GET", fmt::format("/v1/indexes/{}/clean", encode(name)));
-    auto last_plain = std::chrono::steady_clock::now() - std::chrono::seconds(10);
     while (watch && p["state"] == "running") {
-        if (tty) {
-            std::cerr << "\r" << progress_line(p) << "\x1b[K" << std::flush;
-        } else if (std::chrono::steady_clock::now() - last_plain >= std::chrono::seconds(2)) {
-            std::cerr << progress_line(p) << "\n";
-            last_plain = std::chrono::steady_clock::now();
-        }
+        bar_line.show(progress_line(p));
         std::this_thread::sleep_for(std::chrono::milliseconds(250));
         p = call(s, "GET", fmt::format("/v1/indexes/{}/clean", encode(name)));
     }
-    if (watch && tty) std::cerr << "\r\x1b[K";
+    bar_line.end();
     if (s.json_out) {
         print_json(p);
     } else {

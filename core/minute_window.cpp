@@ -20,7 +20,7 @@ minute_window::totals minute_window::last_minute(std::uint64_t now_ms) const {
     totals out;
     const std::lock_guard lock(mutex_);
     for (std::size_t i = 0; i < buckets; ++i) {
-        if (start_[i] >= oldest && start_[i] <= current && (start_[i] != 0 || counts_[i] != totals{})) {
+        if (start_[i] >= oldest && start_[i] <= current) {
             out.ok += counts_[i].ok;
             out.failed += counts_[i].failed;
         }

@@ -762,27 +762,24 @@ void journal::set_commit_listener(std::function<void(std::uint64_t)> fn) {
     impl_->listener = std::move(fn);
 }
 
-core::result<std::vector<std::pair<std::uint64_t, core::op>>> journal::read_ops(std::uint64_t after_seq,
-                                                                               std::size_t max) const {
-    auto timed = read_timed_ops(after_seq, max);
-    if (!timed) return timed.error();
-    std::vector<std::pair<std::uint64_t, core::op>> out;
-    out.reserve(timed.value().size());
-    for (auto& t : timed.value()) out.emplace_back(t.seq, std::move(t.op));
-    return out;
-}
+namespace {
 
-core::result<std::vector<timed_op>> journal::read_timed_ops(std::uint64_t after_seq, std::size_t max) const {
-    std::vector<timed_op> out;
-    if (max == 0 || after_seq >= detail::seq_max) return out;
-    auto t = detail::txn::begin_read(impl_->env);
+// Calls fn(seq, append_ms, op) for the ops with seq > after_seq, ascending, at most max, in one
+// short read transaction: the one walk behind read_ops (the apply workers' hot path) and
+// read_timed_ops.
+template <typename Fn>
+core::result<void> walk_ops(const detail::env& env, MDB_dbi ops, const std::string& path, std::uint64_t after_seq,
+                            std::size_t max, Fn&& fn) {
+    if (max == 0 || after_seq >= detail::seq_max) return core::success();
+    auto t = detail::txn::begin_read(env);
     if (!t) return t.error();
     detail::cursor c;
-    if (int rc = c.open(t.value(), impl_->db.ops); rc != 0) return detail::lmdb_error(rc);
+    if (int rc = c.open(t.value(), ops); rc != 0) return detail::lmdb_error(rc);
     std::string_view k;
     std::string_view v;
     const auto start = detail::ops_key(after_seq + 1);
-    for (int rc = c.seek(view(start), k, v); out.size() < max; rc = c.get(k, v, MDB_NEXT)) {
+    std::size_t n = 0;
+    for (int rc = c.seek(view(start), k, v); n < max; rc = c.get(k, v, MDB_NEXT), ++n) {
         if (rc == MDB_NOTFOUND) break;
         if (rc != 0) return detail::lmdb_error(rc);
         if (k.size() != detail::ops_key_bytes || v.size() < detail::ops_value_header_bytes) {
@@ -792,11 +789,32 @@ core::result<std::vector<timed_op>> journal::read_timed_ops(std::uint64_t after_
         CAIRN_ASSERT(seq > after_seq);
         auto o = core::decode_op(std::span(v.data() + 8, v.size() - 8));
         if (!o) {
-            spdlog::error("journal {}: op {} does not decode", impl_->opts.path, seq);
+            spdlog::error("journal {}: op {} does not decode", path, seq);
             return o.error();
         }
-        out.push_back(timed_op{seq, detail::get_be(v.data(), 8), std::move(o.value())});
+        fn(seq, detail::get_be(v.data(), 8), std::move(o.value()));
     }
+    return core::success();
+}
+
+}  // namespace
+
+core::result<std::vector<std::pair<std::uint64_t, core::op>>> journal::read_ops(std::uint64_t after_seq,
+                                                                               std::size_t max) const {
+    std::vector<std::pair<std::uint64_t, core::op>> out;
+    auto r = walk_ops(impl_->env, impl_->db.ops, impl_->opts.path, after_seq, max,
+                      [&out](std::uint64_t seq, std::uint64_t, core::op&& o) { out.emplace_back(seq, std::move(o)); });
+    if (!r) return r.error();
+    return out;
+}
+
+core::result<std::vector<timed_op>> journal::read_timed_ops(std::uint64_t after_seq, std::size_t max) const {
+    std::vector<timed_op> out;
+    auto r = walk_ops(impl_->env, impl_->db.ops, impl_->opts.path, after_seq, max,
+                      [&out](std::uint64_t seq, std::uint64_t ms, core::op&& o) {
+                          out.push_back(timed_op{seq, ms, std::move(o)});
+                      });
+    if (!r) return r.error();
     return out;
 }
 

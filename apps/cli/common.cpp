@@ -7,6 +7,8 @@
 #include <cctype>
 #include <cstdlib>
 #include <iostream>
+
+#include <unistd.h>
 #include <thread>
 #include <algorithm>
 
@@ -171,5 +173,29 @@ std::uint64_t parse_duration_s(const std::string& text, const std::string& flag)
     return n * mult;
 }
 
+
+progress::progress()
+    : tty_(::isatty(STDERR_FILENO) != 0), last_(std::chrono::steady_clock::now() - std::chrono::seconds(10)) {}
+
+void progress::show(const std::string& line) {
+    if (tty_) {
+        std::cerr << "\r" << line << "\x1b[K" << std::flush;
+        drawn_ = true;
+    } else if (std::chrono::steady_clock::now() - last_ >= std::chrono::seconds(2)) {
+        std::cerr << line << "\n";
+        last_ = std::chrono::steady_clock::now();
+    }
+}
+
+void progress::end() {
+    if (drawn_) std::cerr << "\r\x1b[K" << std::flush;
+    drawn_ = false;
+}
+
+std::string bar(double frac) {
+    constexpr int width = 30;
+    const int filled = static_cast<int>(std::clamp(frac, 0.0, 1.0) * width);
+    return std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(width - filled), '.');
+}
 
 }  // namespace cairn::cli

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -68,6 +69,22 @@ std::string cut(std::string s, std::size_t n);
 std::string duration_text(std::uint64_t ms);
 std::string bytes_text(double b);
 std::string edge_text(const json& op);
+
+// A progress line on stderr: redrawn in place on a terminal, a plain line every 2 s otherwise.
+class progress {
+public:
+    progress();
+    void show(const std::string& line);
+    void end();  // clears a redrawn line
+
+private:
+    bool tty_;
+    bool drawn_ = false;
+    std::chrono::steady_clock::time_point last_;
+};
+
+// A bar of 30 characters, '#' for the done fraction (clamped to 0..1), '.' for the rest.
+std::string bar(double frac);
 
 // "90", "90s", "15m", "2h", "1d" as seconds; throws cli_exit naming flag.
 std::uint64_t parse_duration_s(const std::string& text, const std::string& flag);

@@ -8,8 +8,6 @@
 #include <fmt/format.h>
 #include <msgpack.hpp>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -34,37 +32,6 @@ std::uint64_t parse_time_ms(const std::string& text, const std::string& flag) {
     const std::uint64_t ago_ms = parse_duration_s(text, flag) * 1000;
     const std::uint64_t now = core::system_wall_clock_ms();
     return now > ago_ms ? now - ago_ms : 0;
-}
-
-// A progress line on stderr: redrawn in place on a terminal, a plain line every 2 s otherwise.
-class progress {
-public:
-    progress() : tty_(::isatty(STDERR_FILENO) != 0), last_(clock::now() - std::chrono::seconds(10)) {}
-
-    void show(const std::string& line) {
-        if (tty_) {
-            std::cerr << "\r" << line << "\x1b[K" << std::flush;
-            drawn_ = true;
-        } else if (clock::now() - last_ >= std::chrono::seconds(2)) {
-            std::cerr << line << "\n";
-            last_ = clock::now();
-        }
-    }
-    void end() {
-        if (drawn_) std::cerr << "\r\x1b[K" << std::flush;
-        drawn_ = false;
-    }
-
-private:
-    bool tty_;
-    bool drawn_ = false;
-    clock::time_point last_;
-};
-
-std::string bar(double frac) {
-    constexpr int width = 30;
-    const int filled = static_cast<int>(std::clamp(frac, 0.0, 1.0) * width);
-    return std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(width - filled), '.');
 }
 
 // The sum of the replay answers.
