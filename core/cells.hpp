@@ -9,6 +9,7 @@
 #pragma once
 
 #include "core/document.hpp"
+#include "core/indexes.hpp"
 
 #include <array>
 #include <cstdint>
@@ -31,6 +32,7 @@ struct cell_op {
     std::string column;    // 1..64 bytes of [A-Za-z0-9_.-]
     std::int64_t ref_key = 0;
     std::string body;      // stored (core::encode_body)
+    std::vector<index_entry> entries;  // the index rows of body (indexes of this table and column)
 
     friend bool operator==(const cell_op&, const cell_op&) = default;
 };

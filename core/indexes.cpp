@@ -1,5 +1,6 @@
 #include "core/indexes.hpp"
 
+#include "core/cells.hpp"
 #include "core/shard_map.hpp"
 
 #include <msgpack.hpp>
@@ -50,7 +51,12 @@ bool valid_index_name(std::string_view name) noexcept {
 
 std::optional<std::string> check_index_def(const index_def& d) {
     if (!valid_index_name(d.name)) return "name: must be 1 to 48 characters of a-z, 0-9 and _, starting with a letter";
-    if (d.kind.empty()) return "kind: is required";
+    if (d.on_cells()) {
+        if (!valid_cell_table(d.kind)) return "table: must name a cell table (1 to 32 characters of a-z, 0-9 and _)";
+        if (!valid_cell_column(d.column)) return "column: must be 1 to 64 characters of A-Z, a-z, 0-9, _, . and -";
+    } else if (d.kind.empty()) {
+        return "kind: is required";
+    }
     if (d.properties.empty() || d.properties.size() > index_properties_max) {
         return fmt::format("properties: must name 1 to {} properties", index_properties_max);
     }
@@ -70,12 +76,13 @@ std::optional<std::string> check_index_def(const index_def& d) {
     return std::nullopt;
 }
 
-// [name, kind, [[prop name, type, length]...], shard_on]
+// [name, kind, [[prop name, type, length]...], shard_on], and column for a cell index (a
+// definition stored before cell indexes existed has four fields: an entity index).
 std::string encode_index_def(const index_def& d) {
     std::string out;
     string_writer w{out};
     msgpack::packer<string_writer> pk(w);
-    pk.pack_array(4);
+    pk.pack_array(d.on_cells() ? 5 : 4);
     pk.pack(d.name);
     pk.pack(d.kind);
     pk.pack_array(static_cast<std::uint32_t>(d.properties.size()));
@@ -86,6 +93,7 @@ std::string encode_index_def(const index_def& d) {
         pk.pack(static_cast<std::uint64_t>(p.length_max));
     }
     pk.pack(static_cast<std::uint64_t>(d.shard_on));
+    if (d.on_cells()) pk.pack(d.column);
     return out;
 }
 
@@ -95,7 +103,9 @@ result<index_def> decode_index_def(std::string_view bytes) {
         std::size_t offset = 0;
         auto oh = msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr, nullptr, limit);
         const auto& o = oh.get();
-        if (offset != bytes.size() || o.type != msgpack::type::ARRAY || o.via.array.size != 4) return errc::journal_corrupt;
+        if (offset != bytes.size() || o.type != msgpack::type::ARRAY || (o.via.array.size != 4 && o.via.array.size != 5)) {
+            return errc::journal_corrupt;
+        }
         const auto* f = o.via.array.ptr;
         index_def d;
         d.name = f[0].as<std::string>();
@@ -110,6 +120,10 @@ result<index_def> decode_index_def(std::string_view bytes) {
                                     static_cast<std::size_t>(p.via.array.ptr[2].as<std::uint64_t>())});
         }
         d.shard_on = static_cast<std::size_t>(f[3].as<std::uint64_t>());
+        if (o.via.array.size == 5) {
+            d.column = f[4].as<std::string>();
+            if (d.column.empty()) return errc::journal_corrupt;
+        }
         if (check_index_def(d)) return errc::journal_corrupt;
         return d;
     } catch (const std::exception&) {

@@ -1,10 +1,17 @@
-// Secondary indexes of entities (issue 5, FriendFeed): definitions, the typed values an entity
-// gives an index, and the op that creates or drops an index. Plain values, no I/O.
+// Secondary indexes (issue 5, FriendFeed) of entities and of cells (issue 6): definitions, the
+// typed values a body gives an index, and the op that creates or drops an index. Plain values,
+// no I/O.
 //
 // An index is its own table on every shard, index_<name>(p0 [, p1 ...], entity_id, ts, deleted,
-// PRIMARY KEY (p0 [, p1 ...], entity_id)); the row of an entity lives on the shard of its
+// PRIMARY KEY (p0 [, p1 ...], entity_id)); the row of an object lives on the shard of its
 // shard_on property's value. Index rows may lag or be stale: a query re-applies its filter to
-// the canonical entity, so a stale row never produces a wrong result.
+// the canonical object, so a stale row never produces a wrong result.
+//
+// An entity index reads the bodies of one entity kind; entity_id is the entity's id and ts the
+// hlc of the entity write. A cell index reads one column of one cell table, the latest ref_key
+// of that column being the row's current value; entity_id is the cell's row_key and ts its
+// ref_key in order (cell_index_version), so that a newer version's row wins over an older one's
+// exactly as a newer entity write's does.
 #pragma once
 
 #include "core/result.hpp"
@@ -36,11 +43,13 @@ struct index_property {
 inline constexpr std::size_t index_properties_max = 4;
 
 struct index_def {
-    std::string name;  // [a-z][a-z0-9_]{0,47}; the table is index_<name>
-    std::string kind;  // an entity kind
+    std::string name;    // [a-z][a-z0-9_]{0,47}; the table is index_<name>
+    std::string kind;  // an entity kind; for a cell index, the cell table
     std::vector<index_property> properties;  // 1..index_properties_max, in key order
     std::size_t shard_on = 0;                // index into properties
+    std::string column;  // empty: an entity index; else the cell column it reads (1..64 bytes)
 
+    bool on_cells() const noexcept { return !column.empty(); }
     std::string sql_name() const { return "index_" + name; }
     friend bool operator==(const index_def&, const index_def&) = default;
 };
@@ -77,6 +86,11 @@ struct index_entry {
 
     friend bool operator==(const index_entry&, const index_entry&) = default;
 };
+
+// The ts column of a cell index row: the cell's ref_key, mapped to unsigned in the same order.
+constexpr std::uint64_t cell_index_version(std::int64_t ref_key) noexcept {
+    return static_cast<std::uint64_t>(ref_key) ^ (std::uint64_t{1} << 63);
+}
 
 // The routing hash of a typed value: hash_id of an integer, hash_bytes of bytes.
 std::uint64_t index_value_hash(const index_value& v) noexcept;

@@ -12,6 +12,7 @@
 #include "net/counter_json.hpp"
 #include "net/edge_json.hpp"
 #include "net/gateway.hpp"
+#include "net/index_registry.hpp"
 #include "net/problem.hpp"
 #include "net/router.hpp"
 #include "shards/apply_worker.hpp"
@@ -522,7 +523,8 @@ std::variant<core::op, input_error> parse_edited_cell(gateway& gw, const simdjso
     }
     cell += '}';
     if (table.empty()) return input_error{"table", "is required"};
-    auto parsed = parse_cell_writes(cells, table, cell, gw.clock, 1);
+    const auto indexes = gw.indexes ? gw.indexes->of_cell_table(table) : std::vector<core::index_def>{};
+    auto parsed = parse_cell_writes(cells, table, cell, gw.clock, 1, indexes);
     if (auto* e = std::get_if<input_error>(&parsed)) return *e;
     return std::move(std::get<std::vector<core::op>>(parsed).front());
 }

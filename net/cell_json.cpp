@@ -1,6 +1,7 @@
 #include "net/cell_json.hpp"
 
 #include "net/detail/body_json.hpp"
+#include "net/detail/index_values.hpp"
 #include "net/detail/json_escape.hpp"
 #include "net/detail/json_parse.hpp"
 
@@ -27,12 +28,14 @@ std::string field_name(std::string_view prefix, std::string_view key) {
 }
 
 std::variant<core::op, input_error> parse_one(const core::cell_config& cfg, std::string_view table,
-                                              const simdjson::dom::element& el, const std::string& prefix, core::hlc& clock) {
+                                              const simdjson::dom::element& el, const std::string& prefix, core::hlc& clock,
+                                              const std::vector<core::index_def>& indexes) {
     if (!el.is_object()) return input_error{prefix.empty() ? "body" : prefix, "must be a JSON object describing one cell"};
     core::cell_op c;
     c.table = std::string(table);
     bool have_ref = false;
     bool have_body = false;
+    simdjson::dom::element body_el;
     const simdjson::dom::object fields = el.get_object().value_unsafe();
     for (auto [key, value] : fields) {
         if (key == "row_key") {
@@ -54,6 +57,7 @@ std::variant<core::op, input_error> parse_one(const core::cell_config& cfg, std:
             auto stored = detail::stored_body_of(value, field_name(prefix, key), cfg.compress_bytes_min);
             if (auto* err = std::get_if<input_error>(&stored)) return std::move(*err);
             c.body = std::get<std::string>(std::move(stored));
+            body_el = value;
             have_body = true;
         } else {
             return input_error{field_name(prefix, key), "is not a known field of a cell (row_key, column, ref_key, body)"};
@@ -63,6 +67,15 @@ std::variant<core::op, input_error> parse_one(const core::cell_config& cfg, std:
     if (c.column.empty()) return input_error{field_name(prefix, "column"), "is required"};
     if (!have_ref) return input_error{field_name(prefix, "ref_key"), "is required"};
     if (!have_body) return input_error{field_name(prefix, "body"), "is required"};
+    std::vector<core::index_def> of_column;
+    for (const auto& d : indexes) {
+        if (d.column == c.column) of_column.push_back(d);
+    }
+    if (!of_column.empty()) {
+        auto entries = detail::index_entries_of(of_column, body_el);
+        if (auto* err = std::get_if<input_error>(&entries)) return input_error{field_name(prefix, err->field), err->detail};
+        c.entries = std::get<std::vector<core::index_entry>>(std::move(entries));
+    }
     core::op o;
     o.ts = clock.now();
     o.body = std::move(c);
@@ -73,7 +86,8 @@ std::variant<core::op, input_error> parse_one(const core::cell_config& cfg, std:
 
 std::variant<std::vector<core::op>, input_error> parse_cell_writes(const core::cell_config& cfg, std::string_view table,
                                                                    std::string_view body, core::hlc& clock,
-                                                                   std::size_t batch_ops_max) {
+                                                                   std::size_t batch_ops_max,
+                                                                   const std::vector<core::index_def>& indexes) {
     simdjson::dom::element root;
     if (auto err = detail::parse_json(body, root)) return std::move(*err);
     std::vector<core::op> ops;
@@ -88,13 +102,13 @@ std::variant<std::vector<core::op>, input_error> parse_cell_writes(const core::c
         }
         std::size_t i = 0;
         for (auto el : arr) {
-            auto one = parse_one(cfg, table, el, fmt::format("cells[{}]", i++), clock);
+            auto one = parse_one(cfg, table, el, fmt::format("cells[{}]", i++), clock, indexes);
             if (auto* err = std::get_if<input_error>(&one)) return std::move(*err);
             ops.push_back(std::move(std::get<core::op>(one)));
         }
         return ops;
     }
-    auto one = parse_one(cfg, table, root, "", clock);
+    auto one = parse_one(cfg, table, root, "", clock, indexes);
     if (auto* err = std::get_if<input_error>(&one)) return std::move(*err);
     ops.push_back(std::move(std::get<core::op>(one)));
     return ops;

@@ -9,6 +9,7 @@
 #include "net/detail/journal_write.hpp"
 #include "net/detail/json_escape.hpp"
 #include "net/gateway.hpp"
+#include "net/index_registry.hpp"
 #include "net/problem.hpp"
 #include "net/router.hpp"
 #include "net/routes.hpp"
@@ -79,7 +80,8 @@ asio::awaitable<response> async_post_cells(gateway& gw, route_context& ctx) {
     const auto& req = ctx.req;
     const std::string table(ctx.params.get("table").value_or(""));
     if (auto p = check_table(gw, req, table)) co_return std::move(*p);
-    auto parsed = parse_cell_writes(cells_of(gw), table, req.body(), gw.clock, gw.lim.batch_ops_max);
+    const auto indexes = gw.indexes ? gw.indexes->of_cell_table(table) : std::vector<core::index_def>{};
+    auto parsed = parse_cell_writes(cells_of(gw), table, req.body(), gw.clock, gw.lim.batch_ops_max, indexes);
     if (auto* err = std::get_if<input_error>(&parsed)) co_return bad_field(req, err->field, err->detail);
     if (auto e = detail::unknown_query_param(ctx.query, detail::write_query_params)) {
         co_return bad_field(req, e->field, e->detail);

@@ -3,11 +3,8 @@
 #include "core/hlc.hpp"
 #include "core/log_task_end.hpp"
 #include "core/shard_map.hpp"
-#include "net/detail/body_json.hpp"
-#include "net/detail/index_values.hpp"
-#include "net/detail/json_parse.hpp"
+#include "net/detail/indexed_objects.hpp"
 #include "net/gateway.hpp"
-#include "shards/entity_store.hpp"
 #include "shards/index_store.hpp"
 #include "shards/pool.hpp"
 
@@ -26,19 +23,6 @@ namespace {
 namespace asio = boost::asio;
 
 constexpr std::size_t page_rows = 500;
-
-// The index values of a stored entity body now, or nullopt (not in the index / undecodable).
-std::optional<std::vector<core::index_value>> values_of(const core::index_def& def, const shards::stored_entity& e) {
-    if (e.deleted) return std::nullopt;
-    auto json = detail::stored_body_json(e.body);
-    if (!json) return std::nullopt;
-    simdjson::dom::element root;
-    if (detail::parse_json(*json, root) || !root.is_object()) return std::nullopt;
-    auto v = detail::index_values_of(def, root);
-    auto* values = std::get_if<std::optional<std::vector<core::index_value>>>(&v);
-    if (!values) return std::nullopt;  // a value that does not fit: not indexable
-    return *values;
-}
 
 }  // namespace
 
@@ -102,7 +86,6 @@ void cleaner::stop() { stopping_ = true; }
 
 asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
     const auto& def = j->def;
-    const std::string kind = def.kind;
     asio::steady_timer throttle(co_await asio::this_coro::executor);
     const auto t0 = std::chrono::steady_clock::now();
     std::uint64_t read = 0;
@@ -127,35 +110,37 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
     };
     const auto shards = gw_.map.size();
 
-    // Phase 1: backfill. The total is the kind's entities on every shard.
+    const std::string objects = def.on_cells() ? "cells" : "entities";
+
+    // Phase 1: backfill. The total is the objects (entities, rows with the column) on every shard.
     std::uint64_t total = 0;
     for (core::shard_index s = 0; s < shards; ++s) {
         auto lease = co_await gw_.read_pools.at(s)->async_acquire();
-        if (!lease) co_return fail(fmt::format("counting entities on shard {}", s), lease.error());
-        auto n = co_await shards::async_count_entities(*lease.value(), kind);
-        if (!n) co_return fail(fmt::format("counting entities on shard {}", s), n.error());
+        if (!lease) co_return fail(fmt::format("counting {} on shard {}", objects, s), lease.error());
+        auto n = co_await detail::async_count_objects(*lease.value(), def);
+        if (!n) co_return fail(fmt::format("counting {} on shard {}", objects, s), n.error());
         total += n.value();
     }
     j->update([&](cleaner_progress& p) { p.total = total; });
     for (core::shard_index s = 0; s < shards; ++s) {
-        std::optional<std::pair<std::uint64_t, std::string>> before;
+        std::optional<detail::indexed_object> after;
         for (;;) {
             if (stopping_) co_return j->update([](cleaner_progress& p) { p.state = "stopped"; });
-            std::vector<shards::stored_entity> page;
+            std::vector<detail::indexed_object> page;
             {
                 auto lease = co_await gw_.read_pools.at(s)->async_acquire();
-                if (!lease) co_return fail(fmt::format("reading entities on shard {}", s), lease.error());
-                auto r = co_await shards::async_scan_entities_by_updated(*lease.value(), kind, before, page_rows);
-                if (!r) co_return fail(fmt::format("reading entities on shard {}", s), r.error());
+                if (!lease) co_return fail(fmt::format("reading {} on shard {}", objects, s), lease.error());
+                auto r = co_await detail::async_scan_objects(*lease.value(), def, after, page_rows);
+                if (!r) co_return fail(fmt::format("reading {} on shard {}", objects, s), r.error());
                 page = std::move(r.value());
             }
             if (page.empty()) break;
             std::map<core::shard_index, std::vector<shards::index_row>> rows;
-            for (const auto& e : page) {
-                auto values = values_of(def, e);
+            for (const auto& o : page) {
+                auto values = detail::index_values_now(def, o);
                 if (!values) continue;
                 const auto target = gw_.map.shard_of_hash(core::index_value_hash((*values)[def.shard_on]));
-                rows[target].push_back({std::move(*values), e.id, e.ts, false});
+                rows[target].push_back({std::move(*values), o.id, o.version, false});
             }
             std::uint64_t added = 0;
             for (auto& [target, target_rows] : rows) {
@@ -170,7 +155,7 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
                 p.scanned += page.size();
                 p.rows_added += added;
             });
-            before = std::pair{page.back().ts, page.back().id};
+            after = std::move(page.back());
             co_await pace(page.size());
             if (page.size() < page_rows) break;
         }
@@ -203,31 +188,32 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
             }
             if (page.empty()) break;
             after = page.back();
-            // The entities of the live rows, from their shards.
+            // The current objects of the live rows, from their shards.
             std::map<core::shard_index, std::vector<std::string>> ids;
             for (const auto& row : page) {
                 if (!row.deleted) ids[gw_.map.shard_of_hash(core::hash_bytes(row.entity_id))].push_back(row.entity_id);
             }
-            std::map<std::string, shards::stored_entity> entities;
+            std::map<std::string, detail::indexed_object> current;
             for (auto& [home, home_ids] : ids) {
                 auto lease = co_await gw_.read_pools.at(home)->async_acquire();
-                if (!lease) co_return fail(fmt::format("reading entities on shard {}", home), lease.error());
-                auto r = co_await shards::async_get_entities(*lease.value(), kind, home_ids);
-                if (!r) co_return fail(fmt::format("reading entities on shard {}", home), r.error());
-                for (auto& e : r.value()) {
-                    if (e) entities.emplace(e->id, std::move(*e));
+                if (!lease) co_return fail(fmt::format("reading {} on shard {}", objects, home), lease.error());
+                auto r = co_await detail::async_current_objects(*lease.value(), def, home_ids);
+                if (!r) co_return fail(fmt::format("reading {} on shard {}", objects, home), r.error());
+                for (auto& o : r.value()) {
+                    if (o) current.emplace(o->id, std::move(*o));
                 }
             }
             std::vector<shards::index_row> tombstones;
             for (const auto& row : page) {
                 if (row.deleted) continue;
-                const auto it = entities.find(row.entity_id);
-                // No entity yet, or an older version than the row's: the entity's shard has not
-                // applied the op that wrote the row. Not stale: leave it.
-                if (it == entities.end() || it->second.ts <= row.ts) continue;
-                const auto now = values_of(def, it->second);
+                const auto it = current.find(row.entity_id);
+                // No object yet, or an older version than the row's: the object's shard has not
+                // applied the op that wrote the row. Not stale: leave it. (A cell version that
+                // lost to another body at the same ref_key keeps its row: queries skip it.)
+                if (it == current.end() || it->second.version <= row.ts) continue;
+                const auto now = detail::index_values_now(def, it->second);
                 if (now && *now == row.values) continue;
-                tombstones.push_back({row.values, row.entity_id, it->second.ts, true});
+                tombstones.push_back({row.values, row.entity_id, it->second.version, true});
             }
             if (!tombstones.empty()) {
                 auto lease = co_await gw_.read_pools.at(s)->async_acquire();

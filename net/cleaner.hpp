@@ -1,9 +1,10 @@
-// The cleaner (issue 5, FriendFeed's): makes an index's rows match its entities while writes
-// continue. Phase "backfill" walks the kind's entities on every shard, most recently updated
-// first, and writes the index row of each live entity (a new index is filled this way); phase
-// "stale" walks the index rows and tombstones those whose entity has moved to other values or
-// was deleted since. Repairs carry the entity's ts, so they commute with live writes (the newer
-// ts wins either way). A throttle (rows per second) keeps live traffic's latency; progress (rows
+// The cleaner (issue 5, FriendFeed's): makes an index's rows match its objects while writes
+// continue. Phase "backfill" walks the objects on every shard — the kind's entities, most
+// recently updated first; for a cell index the latest cell of its column of each row, by
+// row_key — and writes the index row of each (a new index is filled this way); phase "stale"
+// walks the index rows and tombstones those whose object has moved to other values or was
+// deleted since. Repairs carry the object's version (entity ts, cell ref_key), so they commute
+// with live writes (the newer version wins either way). A throttle (rows per second) keeps live traffic's latency; progress (rows
 // scanned of the total, rate, time left) is kept per index for the API and /metrics.
 // One run per index at a time on this gateway. Thread-safe.
 #pragma once
@@ -32,7 +33,7 @@ struct cleaner_progress {
     std::string index;
     std::string state = "running";  // running, done, failed, stopped
     std::string phase = "backfill";  // backfill, stale
-    std::uint64_t scanned = 0;       // entities (backfill) plus index rows (stale) read so far
+    std::uint64_t scanned = 0;       // objects (backfill) plus index rows (stale) read so far
     std::uint64_t total = 0;         // the same, counted when each phase started
     std::uint64_t rows_added = 0;    // index rows written by the backfill
     std::uint64_t rows_removed = 0;  // stale rows tombstoned

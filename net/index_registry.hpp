@@ -1,4 +1,4 @@
-// The entity index definitions this gateway knows: read from the shards' index_defs (every shard
+// The index definitions (of entities and of cells) this gateway knows: read from the shards' index_defs (every shard
 // holds every definition; the newest ts of a name wins across shards) at start, every few
 // seconds, and at once after this gateway created or dropped one. Thread-safe.
 #pragma once
@@ -26,7 +26,9 @@ struct gateway;
 
 class index_registry {
 public:
+    // The indexes of an entity kind; of a cell table (every column).
     std::vector<core::index_def> of_kind(std::string_view kind) const;
+    std::vector<core::index_def> of_cell_table(std::string_view table) const;
     std::optional<core::index_def> find(std::string_view name) const;
     std::vector<core::index_def> all() const;
     bool loaded() const;

@@ -1,6 +1,7 @@
-// Entity index routes (issue 5): create, list and drop index definitions at run time (stored on
-// every shard through the journal), and equality queries that read index rows and re-apply the
-// filter to the canonical entities. See docs/api.md and docs/entities.md.
+// Index routes (issues 5 and 6): create, list and drop index definitions of entity kinds and of
+// cell columns at run time (stored on every shard through the journal), and queries that read
+// index rows and re-apply the filter to the canonical objects (the entity; the latest cell of the
+// column). See docs/api.md, docs/entities.md and docs/cells.md.
 #include <utility>  // Boost 1.74's awaitable.hpp forgets it.
 
 #include "journal/journal.hpp"
@@ -8,16 +9,17 @@
 #include "net/detail/body_json.hpp"
 #include "net/detail/fan_out.hpp"
 #include "net/detail/index_values.hpp"
+#include "net/detail/indexed_objects.hpp"
 #include "net/detail/journal_write.hpp"
 #include "net/detail/json_escape.hpp"
 #include "net/detail/json_parse.hpp"
+#include "net/cell_json.hpp"
 #include "net/cleaner.hpp"
 #include "net/gateway.hpp"
 #include "net/index_registry.hpp"
 #include "net/problem.hpp"
 #include "net/router.hpp"
 #include "net/routes.hpp"
-#include "shards/entity_store.hpp"
 #include "shards/index_store.hpp"
 #include "shards/pool.hpp"
 
@@ -48,7 +50,16 @@ std::vector<core::index_def> index_registry::of_kind(std::string_view kind) cons
     std::shared_lock lock(mu_);
     std::vector<core::index_def> out;
     for (const auto& [_, d] : live_) {
-        if (d.kind == kind) out.push_back(d);
+        if (!d.on_cells() && d.kind == kind) out.push_back(d);
+    }
+    return out;
+}
+
+std::vector<core::index_def> index_registry::of_cell_table(std::string_view table) const {
+    std::shared_lock lock(mu_);
+    std::vector<core::index_def> out;
+    for (const auto& [_, d] : live_) {
+        if (d.on_cells() && d.kind == table) out.push_back(d);
     }
     return out;
 }
@@ -130,7 +141,14 @@ namespace {
 // ---- definitions over HTTP ----------------------------------------------------------------------
 
 std::string render_def(const core::index_def& d) {
-    std::string out = fmt::format(R"({{"name":"{}","kind":"{}","properties":[)", d.name, d.kind);
+    std::string out = fmt::format(R"({{"name":"{}",)", d.name);
+    if (d.on_cells()) {
+        fmt::format_to(std::back_inserter(out), R"("table":"{}","column":)", d.kind);
+        detail::append_json_string(out, d.column);
+    } else {
+        fmt::format_to(std::back_inserter(out), R"("kind":"{}")", d.kind);
+    }
+    out += R"(,"properties":[)";
     for (std::size_t i = 0; i < d.properties.size(); ++i) {
         const auto& p = d.properties[i];
         out += i ? "," : "";
@@ -149,15 +167,19 @@ std::string render_def(const core::index_def& d) {
 std::variant<core::index_def, input_error> parse_def(const gateway& gw, std::string_view body) {
     simdjson::dom::element root;
     if (auto err = detail::parse_json(body, root)) return std::move(*err);
-    if (!root.is_object()) return input_error{"body", "must be an object {name, kind, properties, shard_on}"};
+    if (!root.is_object()) {
+        return input_error{"body", "must be an object {name, kind, properties, shard_on} or {name, table, column, properties, shard_on}"};
+    }
     core::index_def d;
     std::string shard_on;
+    std::string table;
     const simdjson::dom::object fields = root.get_object().value_unsafe();
     for (auto [key, value] : fields) {
-        if (key == "name" || key == "kind" || key == "shard_on") {
+        if (key == "name" || key == "kind" || key == "shard_on" || key == "table" || key == "column") {
             if (!value.is_string()) return input_error{std::string(key), "must be a string"};
             std::string v(value.get_string().value_unsafe());
-            (key == "name" ? d.name : key == "kind" ? d.kind : shard_on) = std::move(v);
+            if (key == "column" && v.empty()) return input_error{"column", "must not be empty"};
+            (key == "name" ? d.name : key == "kind" ? d.kind : key == "table" ? table : key == "column" ? d.column : shard_on) = std::move(v);
         } else if (key == "properties") {
             if (!value.is_array()) return input_error{"properties", "must be an array of {name, type, length}"};
             std::size_t i = 0;
@@ -189,10 +211,19 @@ std::variant<core::index_def, input_error> parse_def(const gateway& gw, std::str
                 d.properties.push_back(std::move(prop));
             }
         } else {
-            return input_error{std::string(key), "is not a field of an index (name, kind, properties, shard_on)"};
+            return input_error{std::string(key), "is not a field of an index (name, kind or table and column, properties, shard_on)"};
         }
     }
-    if (!gw.entities || !gw.entities->declared(d.kind)) return input_error{"kind", "must be a declared entity kind"};
+    if (!d.kind.empty() && !table.empty()) return input_error{"table", "an index reads an entity kind or a cell table, not both"};
+    if (!table.empty() || !d.column.empty()) {
+        // A cell index: the table's cells of one column.
+        if (table.empty()) return input_error{"table", "is required with column (the cell table the index reads)"};
+        if (d.column.empty()) return input_error{"column", "is required with table (the cell column the index reads)"};
+        if (!gw.cells || !gw.cells->declared(table)) return input_error{"table", "must be a declared cell table"};
+        d.kind = std::move(table);
+    } else if (!gw.entities || !gw.entities->declared(d.kind)) {
+        return input_error{"kind", "must be a declared entity kind"};
+    }
     if (shard_on.empty() && d.properties.size() == 1) shard_on = d.properties[0].name;
     d.shard_on = d.properties.size();
     for (std::size_t i = 0; i < d.properties.size(); ++i) {
@@ -236,10 +267,12 @@ asio::awaitable<response> async_create_index(gateway& gw, route_context& ctx) {
     if (auto* e = std::get_if<input_error>(&parsed)) co_return bad_field(req, e->field, e->detail);
     auto& def = std::get<core::index_def>(parsed);
     co_await gw.indexes->async_refresh(gw);
-    // Every put of the kind carries a row per index (a journal record holds at most 64).
-    if (gw.indexes->of_kind(def.kind).size() >= indexes_per_kind_max) {
-        co_return bad_field(req, "kind", fmt::format("kind {} has {} indexes already; at most {}", def.kind,
-                                                     gw.indexes->of_kind(def.kind).size(), indexes_per_kind_max));
+    // Every write of the kind (of the table) carries a row per index (a journal record holds at most 64).
+    const auto siblings = def.on_cells() ? gw.indexes->of_cell_table(def.kind).size() : gw.indexes->of_kind(def.kind).size();
+    if (siblings >= indexes_per_kind_max) {
+        co_return bad_field(req, def.on_cells() ? "table" : "kind",
+                            fmt::format("{} {} has {} indexes already; at most {}", def.on_cells() ? "cell table" : "kind",
+                                        def.kind, siblings, indexes_per_kind_max));
     }
     if (auto existing = gw.indexes->find(def.name)) {
         co_return problem(http::status::conflict, "index-exists", "Index exists",
@@ -438,22 +471,28 @@ std::variant<shards::index_range, input_error> parse_conditions(const core::inde
 }
 
 struct query_state {
-    std::map<std::string, std::optional<shards::stored_entity>> found;  // by entity id
-    std::vector<shards::index_row> rows;                                // every shard's page
+    std::map<std::string, std::optional<detail::indexed_object>> found;  // by entity id / row_key
+    std::vector<shards::index_row> rows;                                  // every shard's page
 };
 
-asio::awaitable<response> async_query(gateway& gw, route_context& ctx) {
+// GET /v1/entities/{kind}/by/{index} and GET /v1/cells/{table}/by/{index}.
+asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cells) {
     const auto& req = ctx.req;
-    const std::string kind(ctx.params.get("kind").value_or(""));
+    const std::string kind(ctx.params.get(cells ? "table" : "kind").value_or(""));
     const std::string name(ctx.params.get("index").value_or(""));
-    if (!gw.entities || !gw.entities->declared(kind)) {
+    if (cells && (!gw.cells || !gw.cells->declared(kind))) {
+        co_return problem(http::status::not_found, "unknown-cell-table", "Unknown cell table",
+                          fmt::format("no cell table '{}' is declared", kind), "table", req.version(), req.keep_alive());
+    }
+    if (!cells && (!gw.entities || !gw.entities->declared(kind))) {
         co_return problem(http::status::not_found, "unknown-kind", "Unknown entity kind",
                           fmt::format("no entity kind '{}' is declared", kind), "kind", req.version(), req.keep_alive());
     }
     auto def = gw.indexes->find(name);
-    if (!def || def->kind != kind) {
+    if (!def || def->kind != kind || def->on_cells() != cells) {
         co_return problem(http::status::not_found, "unknown-index", "Unknown index",
-                          fmt::format("no index '{}' of kind {}", name, kind), "index", req.version(), req.keep_alive());
+                          fmt::format("no index '{}' of {} {}", name, cells ? "cell table" : "kind", kind), "index",
+                          req.version(), req.keep_alive());
     }
     std::vector<std::string> names;
     for (const auto& p : def->properties) {
@@ -489,7 +528,7 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx) {
     if (auto* e = std::get_if<input_error>(&w)) co_return bad_field(req, e->field, e->detail);
     const auto& wp = std::get<detail::wait_params>(w);
     if (wp.after) {
-        // The index rows' shards and, since the entities may live anywhere, every shard.
+        // The index rows' shards and, since the objects may live anywhere, every shard.
         std::vector<core::shard_index> all;
         for (core::shard_index s = 0; s < gw.map.size(); ++s) all.push_back(s);
         auto behind = co_await detail::async_wait_applied(gw, *wp.after, std::move(all), wp.timeout);
@@ -527,50 +566,48 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx) {
         if (st->rows.size() > want) st->rows.resize(want);
         rows_read += st->rows.size();
         if (st->rows.empty()) break;
-        // The entities, from their shards in parallel.
+        // The current objects, from their shards in parallel.
         auto groups = std::make_shared<std::map<core::shard_index, std::vector<std::string>>>();
         for (const auto& row : st->rows) (*groups)[gw.map.shard_of_hash(core::hash_bytes(row.entity_id))].push_back(row.entity_id);
         std::vector<core::shard_index> homes;
         for (const auto& [s, _] : *groups) homes.push_back(s);
-        auto fetch = [&gw, st, groups, kind](core::shard_index s) -> asio::awaitable<core::result<void>> {
-            auto l = co_await gw.read_pools.at(s)->async_acquire();
-            if (!l) co_return l.error();
-            const auto& g = groups->at(s);
-            auto r = co_await shards::async_get_entities(*l.value(), kind, g);
+        auto fetch = [&gw, st, groups, def = *def](core::shard_index s) -> asio::awaitable<core::result<void>> {
+            auto lease = co_await gw.read_pools.at(s)->async_acquire();
+            if (!lease) co_return lease.error();
+            const auto& ids = groups->at(s);
+            auto r = co_await detail::async_current_objects(*lease.value(), def, ids);
             if (!r) co_return r.error();
-            for (std::size_t i = 0; i < g.size(); ++i) st->found[g[i]] = std::move(r.value()[i]);
+            for (std::size_t i = 0; i < ids.size(); ++i) st->found[ids[i]] = std::move(r.value()[i]);
             co_return core::success();
         };
         if (auto ec = co_await detail::async_fan_out(homes, fetch, deadline)) co_return detail::shard_problem(req, ec);
         for (const auto& row : st->rows) {
             if (page.size() > limit) break;
             after = row;
-            // Kept only if the entity holds exactly the row's values now: then the row matches
-            // the query and is the entity's current row, so no entity is answered twice.
+            // Kept only if the object holds exactly the row's values now: then the row matches
+            // the query and is the object's current row, so no object is answered twice.
             const auto& e = st->found[row.entity_id];
-            std::optional<std::string> json_body;
-            bool keep = false;
-            if (e && !e->deleted) {
-                json_body = detail::stored_body_json(e->body);
-                simdjson::dom::element root;
-                if (json_body && !detail::parse_json(*json_body, root)) {
-                    auto now = detail::index_values_of(*def, root);
-                    const auto* v = std::get_if<std::optional<std::vector<core::index_value>>>(&now);
-                    keep = v && *v && **v == row.values;
-                }
-            }
+            const bool keep = e && detail::index_values_now(*def, *e) == row.values;
             if (!keep) {
-                ++stale;  // a stale index row: the entity changed or went away since
+                ++stale;  // a stale index row: the object changed or went away since
                 continue;
             }
-            page.emplace_back(row, fmt::format(R"({{"id":"{}","body":{},"ts":"{}","ts_ms":{}}})",
-                                               core::format_id16_bytes(row.entity_id), *json_body, e->ts, core::hlc_ms(e->ts)));
+            page.emplace_back(row, cells ? render_cell(kind, row.entity_id, def->column, e->ref_key, e->body, e->ts, e->added_id)
+                                         : fmt::format(R"({{"id":"{}","body":{},"ts":"{}","ts_ms":{}}})",
+                                                       core::format_id16_bytes(row.entity_id),
+                                                       detail::stored_body_json(e->body).value_or("null"), e->ts,
+                                                       core::hlc_ms(e->ts)));
         }
         if (exhausted) break;
     }
     const bool more = page.size() > limit;
     if (more) page.pop_back();
-    std::string out = fmt::format(R"({{"kind":"{}","index":"{}","entities":[)", kind, name);
+    std::string out = cells ? fmt::format(R"({{"table":"{}","column":)", kind) : fmt::format(R"({{"kind":"{}",)", kind);
+    if (cells) {
+        detail::append_json_string(out, def->column);
+        out += ',';
+    }
+    fmt::format_to(std::back_inserter(out), R"("index":"{}","{}":[)", name, cells ? "cells" : "entities");
     for (std::size_t i = 0; i < page.size(); ++i) out += (i ? "," : "") + page[i].second;
     out += R"(],"next_cursor":)";
     out += more ? fmt::format("\"{}\"", encode_cursor(page.back().first)) : std::string("null");
@@ -598,7 +635,9 @@ void add_index_routes(router& r, gateway& gw) {
     r.add(http::verb::get, "/v1/indexes/{name}/clean", core::role::read,
           [&gw](route_context& ctx) { return async_clean(gw, ctx, false); });
     r.add(http::verb::get, "/v1/entities/{kind}/by/{index}", core::role::read,
-          [&gw](route_context& ctx) { return async_query(gw, ctx); });
+          [&gw](route_context& ctx) { return async_query(gw, ctx, false); });
+    r.add(http::verb::get, "/v1/cells/{table}/by/{index}", core::role::read,
+          [&gw](route_context& ctx) { return async_query(gw, ctx, true); });
 }
 
 }  // namespace cairn::net

@@ -1,6 +1,8 @@
 #include "shards/cell_store.hpp"
 
+#include "shards/index_store.hpp"
 #include "shards/mariadb_conn.hpp"
+#include "shards/transaction.hpp"
 
 #include <fmt/format.h>
 
@@ -56,24 +58,10 @@ asio::awaitable<core::result<std::vector<stored_cell>>> async_cells_of(mariadb_c
     co_return out;
 }
 
-}  // namespace
-
-asio::awaitable<core::result<void>> async_create_cell_schema(mariadb_conn& conn, const core::cell_config& cells) {
-    for (const auto& t : cells.tables) {
-        if (auto r = co_await conn.async_execute(create_table_sql(t)); !r) co_return r;
-    }
-    co_return core::success();
-}
-
-asio::awaitable<core::result<void>> async_apply_cells(mariadb_conn& conn, const core::cell_config& cells,
-                                                      std::span<const core::op* const> ops) {
-    std::map<std::string_view, std::vector<const core::op*>> by_table;
-    for (const core::op* o : ops) {
-        const auto* c = std::get_if<core::cell_op>(&o->body);
-        if (!c) continue;
-        if (!cells.declared(c->table)) co_return core::errc::undeclared;
-        by_table[c->table].push_back(o);
-    }
+// The cell upserts of one batch, one statement per table: the stored and the new version's
+// smaller (ts, body) stays (core::cell_version_wins).
+asio::awaitable<core::result<void>> async_write_cells(
+    mariadb_conn& conn, const std::map<std::string_view, std::vector<const core::op*>>& by_table) {
     for (const auto& [table, table_ops] : by_table) {
         std::string sql = fmt::format("INSERT INTO {} (row_key, column_name, ref_key, body, ts) VALUES ", table_sql(table));
         bool first = true;
@@ -96,6 +84,35 @@ asio::awaitable<core::result<void>> async_apply_cells(mariadb_conn& conn, const 
         if (auto r = co_await conn.async_execute(sql); !r) co_return r;
     }
     co_return core::success();
+}
+
+}  // namespace
+
+asio::awaitable<core::result<void>> async_create_cell_schema(mariadb_conn& conn, const core::cell_config& cells) {
+    for (const auto& t : cells.tables) {
+        if (auto r = co_await conn.async_execute(create_table_sql(t)); !r) co_return r;
+    }
+    co_return core::success();
+}
+
+asio::awaitable<core::result<void>> async_apply_cells(mariadb_conn& conn, const core::cell_config& cells,
+                                                      const core::shard_map& map, core::shard_index shard,
+                                                      std::span<const core::op* const> ops) {
+    std::map<std::string_view, std::vector<const core::op*>> by_table;
+    bool entries_here = false;
+    for (const core::op* o : ops) {
+        const auto* c = std::get_if<core::cell_op>(&o->body);
+        if (!c) continue;
+        if (!cells.declared(c->table)) co_return core::errc::undeclared;
+        if (map.shard_of_hash(core::hash_bytes(c->row_key)) == shard) by_table[c->table].push_back(o);
+        for (const auto& entry : c->entries) entries_here = entries_here || map.shard_of_hash(entry.shard_hash) == shard;
+    }
+    // Without index rows here, one autocommitted statement per table: each is commutative alone.
+    if (!entries_here) co_return co_await async_write_cells(conn, by_table);
+    co_return co_await async_in_transaction(conn, [&]() -> asio::awaitable<core::result<void>> {
+        if (auto r = co_await async_write_cells(conn, by_table); !r) co_return r;
+        co_return co_await async_write_index_rows(conn, map, shard, ops);
+    });
 }
 
 asio::awaitable<core::result<std::vector<std::optional<stored_cell>>>> async_get_cells(mariadb_conn& conn,
@@ -153,6 +170,65 @@ asio::awaitable<core::result<std::vector<stored_cell>>> async_row_cells(mariadb_
         " ON c.{} AND c.column_name = m.column_name AND c.ref_key = m.ref_key ORDER BY c.column_name",
         table_sql(table), inner, where);
     co_return co_await async_cells_of(conn, sql);
+}
+
+namespace {
+
+// The newest ref_key of the column for each row key (a loose scan of the cell key), then those
+// cells. `where` selects row keys.
+std::string latest_of_column_sql(std::string_view table, std::string_view column, const std::string& where,
+                                 std::string_view tail) {
+    std::string col;
+    append_hex(col, column);
+    return fmt::format(
+        "SELECT c.row_key, c.column_name, c.ref_key, c.body, c.ts, c.added_id FROM {0} c JOIN ("
+        "SELECT row_key, MAX(ref_key) AS ref_key FROM {0} WHERE column_name = {1} AND {2} GROUP BY row_key{3}) m"
+        " ON c.row_key = m.row_key AND c.column_name = {1} AND c.ref_key = m.ref_key ORDER BY c.row_key",
+        table_sql(table), col, where, tail);
+}
+
+}  // namespace
+
+asio::awaitable<core::result<std::vector<std::optional<stored_cell>>>> async_latest_cells(
+    mariadb_conn& conn, std::string table, std::string column, std::span<const std::string> row_keys) {
+    std::vector<std::optional<stored_cell>> out(row_keys.size());
+    if (row_keys.empty()) co_return out;
+    std::string where = "row_key IN (";
+    for (std::size_t i = 0; i < row_keys.size(); ++i) {
+        if (i) where += ',';
+        append_hex(where, row_keys[i]);
+    }
+    where += ')';
+    auto found = co_await async_cells_of(conn, latest_of_column_sql(table, column, where, ""));
+    if (!found) co_return found.error();
+    std::map<std::string, stored_cell> by_row;
+    for (auto& c : found.value()) by_row.emplace(c.row_key, std::move(c));
+    for (std::size_t i = 0; i < row_keys.size(); ++i) {
+        if (auto it = by_row.find(row_keys[i]); it != by_row.end()) out[i] = it->second;
+    }
+    co_return out;
+}
+
+asio::awaitable<core::result<std::vector<stored_cell>>> async_scan_latest_cells(mariadb_conn& conn, std::string table,
+                                                                                std::string column,
+                                                                                std::optional<std::string> after_row_key,
+                                                                                std::size_t limit) {
+    std::string where = "1";
+    if (after_row_key) {
+        where = "row_key > ";
+        append_hex(where, *after_row_key);
+    }
+    co_return co_await async_cells_of(
+        conn, latest_of_column_sql(table, column, where, fmt::format(" ORDER BY row_key LIMIT {}", limit)));
+}
+
+asio::awaitable<core::result<std::uint64_t>> async_count_column_rows(mariadb_conn& conn, std::string table,
+                                                                     std::string column) {
+    std::string sql = fmt::format("SELECT COUNT(DISTINCT row_key) FROM {} WHERE column_name = ", table_sql(table));
+    append_hex(sql, column);
+    auto r = co_await conn.async_query(sql);
+    if (!r) co_return r.error();
+    co_return r.value().uint64_at(0, 0);
 }
 
 asio::awaitable<core::result<std::vector<stored_cell>>> async_dump_cells(mariadb_conn& conn, std::string table) {

@@ -18,7 +18,7 @@ constexpr std::string_view create_defs_sql = R"(CREATE TABLE IF NOT EXISTS index
   dropped TINYINT UNSIGNED NOT NULL,
   definition BLOB NOT NULL COMMENT 'msgpack (core::encode_index_def); empty when dropped',
   PRIMARY KEY (name)
-) ENGINE=InnoDB COMMENT 'entity index definitions, the same on every shard (docs/entities.md)')";
+) ENGINE=InnoDB COMMENT 'entity and cell index definitions, the same on every shard (docs/entities.md)')";
 
 void append_hex(std::string& sql, std::string_view bytes) {
     sql += "X'";
@@ -50,7 +50,10 @@ std::string create_table_sql(const core::index_def& d) {
     for (std::size_t i = 0; i < d.properties.size(); ++i) {
         fmt::format_to(std::back_inserter(sql), "  p{} {} NOT NULL,\n", i, column_type(d.properties[i]));
     }
-    sql += "  entity_id BINARY(16) NOT NULL,\n  ts BIGINT UNSIGNED NOT NULL,\n  deleted TINYINT UNSIGNED NOT NULL,\n  PRIMARY KEY (";
+    sql += d.on_cells() ? "  entity_id BINARY(16) NOT NULL COMMENT 'the cell row_key',\n"
+                          "  ts BIGINT UNSIGNED NOT NULL COMMENT 'the cell ref_key + 2^63: the newest version wins',\n"
+                        : "  entity_id BINARY(16) NOT NULL,\n  ts BIGINT UNSIGNED NOT NULL COMMENT 'hlc of the entity write: the newest wins',\n";
+    sql += "  deleted TINYINT UNSIGNED NOT NULL,\n  PRIMARY KEY (";
     for (std::size_t i = 0; i < d.properties.size(); ++i) fmt::format_to(std::back_inserter(sql), "p{}, ", i);
     sql += "entity_id)\n) ENGINE=InnoDB";
     return sql;
@@ -150,15 +153,21 @@ asio::awaitable<core::result<void>> async_apply_index_defs(mariadb_conn& conn, s
 
 asio::awaitable<core::result<void>> async_write_index_rows(mariadb_conn& conn, const core::shard_map& map,
                                                            core::shard_index shard, std::span<const core::op* const> ops) {
-    // index -> (values, entity id) -> (ts, deleted) of the newest op.
+    // index -> (values, entity id) -> the greatest version: an entity write's ts, or a cell's
+    // ref_key in order (core::cell_index_version).
     std::map<std::string, std::map<std::pair<std::vector<core::index_value>, std::string>, std::uint64_t>> rows;
-    for (const core::op* o : ops) {
-        const auto* e = std::get_if<core::entity_op>(&o->body);
-        if (!e) continue;
-        for (const auto& entry : e->entries) {
+    auto add = [&](const std::vector<core::index_entry>& entries, const std::string& id, std::uint64_t version) {
+        for (const auto& entry : entries) {
             if (map.shard_of_hash(entry.shard_hash) != shard) continue;
-            auto& ts = rows[entry.index][{entry.values, e->id}];
-            ts = std::max(ts, o->ts);
+            auto& v = rows[entry.index][{entry.values, id}];
+            v = std::max(v, version);
+        }
+    };
+    for (const core::op* o : ops) {
+        if (const auto* e = std::get_if<core::entity_op>(&o->body)) {
+            add(e->entries, e->id, o->ts);
+        } else if (const auto* c = std::get_if<core::cell_op>(&o->body)) {
+            add(c->entries, c->row_key, core::cell_index_version(c->ref_key));
         }
     }
     if (rows.empty()) co_return core::success();

@@ -1,4 +1,4 @@
-// Entity indexes on one shard (issue 5): the index_defs table (every shard holds every
+// Entity and cell indexes on one shard (issues 5 and 6): the index_defs table (every shard holds every
 // definition, last writer wins by ts), the index tables, the index rows an entity batch writes,
 // and the index reads. The caller owns the connection. Any executor.
 #pragma once
@@ -39,10 +39,11 @@ struct stored_index_def {
 };
 boost::asio::awaitable<core::result<std::vector<stored_index_def>>> async_read_index_defs(mariadb_conn& conn);
 
-// Within the caller's transaction: writes the index rows of the entity ops' entries that live on
-// this shard (shard_of_hash(entry.shard_hash) == shard), for indexes live in this shard's
-// index_defs (entries of a dropped or unknown index are skipped). A row keeps the greatest ts;
-// deleted follows the newest. Errors: those of mariadb_conn.
+// Within the caller's transaction: writes the index rows of the entity and cell ops' entries that
+// live on this shard (shard_of_hash(entry.shard_hash) == shard), for indexes live in this shard's
+// index_defs (entries of a dropped or unknown index are skipped). A row keeps the greatest ts
+// (an entity write's ts; a cell's core::cell_index_version); deleted follows the newest.
+// Errors: those of mariadb_conn.
 boost::asio::awaitable<core::result<void>> async_write_index_rows(mariadb_conn& conn, const core::shard_map& map,
                                                                   core::shard_index shard,
                                                                   std::span<const core::op* const> ops);

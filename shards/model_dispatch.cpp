@@ -37,7 +37,7 @@ asio::awaitable<core::result<void>> async_apply_family(apply_family f, mariadb_c
         case apply_family::edges: co_return co_await async_apply_edges(conn, ctx.map, shard, ops);
         case apply_family::index_defs: co_return co_await async_apply_index_defs(conn, ops);
         case apply_family::entities: co_return co_await async_apply_entities(conn, ctx.entities, ctx.map, shard, ops);
-        case apply_family::cells: co_return co_await async_apply_cells(conn, ctx.cells, ops);
+        case apply_family::cells: co_return co_await async_apply_cells(conn, ctx.cells, ctx.map, shard, ops);
         case apply_family::counters: co_return co_await async_apply_counters(conn, ctx.counters, ops, ctx.now_ms);
     }
     co_return core::errc::shard_rejected;
@@ -61,9 +61,10 @@ void add_shards(const core::entity_op& e, const core::shard_map& map, std::vecto
 void add_shards(const core::index_def_op&, const core::shard_map& map, std::vector<core::shard_index>& out) {
     for (core::shard_index s = 0; s < map.size(); ++s) out.push_back(s);
 }
-// A cell lives on the shard of its row_key.
+// A cell lives on the shard of its row_key; its index rows on the shards of their shard_on values.
 void add_shards(const core::cell_op& c, const core::shard_map& map, std::vector<core::shard_index>& out) {
     out.push_back(map.shard_of_hash(core::hash_bytes(c.row_key)));
+    for (const auto& entry : c.entries) out.push_back(map.shard_of_hash(entry.shard_hash));
 }
 // Every row of an increment lives on the shard of its metric's shard_on value.
 void add_shards(const core::counter_op& c, const core::shard_map& map, std::vector<core::shard_index>& out) {

@@ -42,6 +42,11 @@ std::uint32_t field_count(const entity_op& e) noexcept;
 void pack_fields(record_packer& pk, const entity_op& e);
 result<entity_op> unpack_entity(record_fields f);
 
+// The index entries an entity or cell write carries (core/index_codec.cpp): an array of
+// [index str, values array (int, or bin for id/string), shard_hash uint], at most 64.
+void pack_index_entries(record_packer& pk, const std::vector<index_entry>& entries);
+result<std::vector<index_entry>> unpack_index_entries(const msgpack::object& o);
+
 // Index definitions (core/index_codec.cpp).
 std::uint32_t field_count(const index_def_op& d) noexcept;
 void pack_fields(record_packer& pk, const index_def_op& d);

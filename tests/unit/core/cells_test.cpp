@@ -73,12 +73,36 @@ TEST(cell_codec, a_cell_write_round_trips_through_a_journal_record) {
     o.op_id = make_op_id(2, 9);
     o.ts = hlc_make(1'795'392'000'000, 1, 2);
     const auto id = *parse_id16("0123456789abcdef0123456789abcdef");
-    o.body = cell_op{"users", std::string(id16_bytes(id)), "BASE", 7, encode_body(std::string("\x81\xa1k\x01", 4), 512)};
+    o.body = cell_op{"users", std::string(id16_bytes(id)), "BASE", 7, encode_body(std::string("\x81\xa1k\x01", 4), 512), {}};
     const auto bytes = encode_op(o);
     auto back = decode_op(bytes);
     ASSERT_TRUE(back.has_value());
     EXPECT_EQ(back.value(), o);
     EXPECT_EQ(back.value().kind(), model::cell);
+    // Without index entries the record is the one written before cell indexes existed: an array
+    // of the 4 header fields and 5 cell fields (0x99), which decodes with no entries.
+    EXPECT_EQ(static_cast<unsigned char>(bytes.at(0)), 0x99);
+
+    // With entries: a sixth field, every value type, round trip.
+    auto& c = std::get<cell_op>(o.body);
+    c.entries = {{"users_by_company", {std::string(16, '\x0a'), std::int64_t{-3}}, hash_bytes(std::string(16, '\x0a'))},
+                 {"users_by_email", {std::string("alice@example.com")}, hash_bytes("alice@example.com")}};
+    const auto with = encode_op(o);
+    EXPECT_EQ(static_cast<unsigned char>(with.at(0)), 0x9a);
+    back = decode_op(with);
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(back.value(), o);
+    // A sixth field that is not a list of entries, or an empty one (never written), is corrupt.
+    for (const char sixth : {'\x90', '\xc0', '\x01'}) {
+        auto broken = bytes;
+        broken[0] = '\x9a';
+        broken += sixth;
+        EXPECT_FALSE(decode_op(broken).has_value()) << static_cast<int>(sixth);
+    }
+    auto fixed = bytes;  // the same bytes with a valid sixth field decode with those entries
+    fixed[0] = '\x9a';
+    fixed += with.substr(bytes.size());
+    EXPECT_TRUE(decode_op(fixed).has_value());
     // Routing by the row key's bytes.
     EXPECT_EQ(hash_bytes(id16_bytes(id)), hash_bytes(std::string(id16_bytes(id))));
 }

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace cairn::core {
 namespace {
 
@@ -39,11 +41,34 @@ TEST(entity_codec, puts_and_tombstones_round_trip_through_journal_records) {
 }
 
 TEST(index_defs, definitions_are_checked_and_round_trip) {
-    index_def d{"by_user", "entry", {{"user_id", index_value_type::id, 0}, {"title", index_value_type::string, 20}}, 0};
+    index_def d{"by_user", "entry", {{"user_id", index_value_type::id, 0}, {"title", index_value_type::string, 20}}, 0, {}};
     EXPECT_FALSE(check_index_def(d));
     auto back = decode_index_def(encode_index_def(d));
     ASSERT_TRUE(back.has_value());
     EXPECT_EQ(back.value(), d);
+    EXPECT_FALSE(back.value().on_cells());
+    // An entity index is stored as before cell indexes existed (four fields, 0x94); a cell index
+    // adds its column as a fifth.
+    EXPECT_EQ(static_cast<unsigned char>(encode_index_def(d).at(0)), 0x94);
+    auto cell = d;
+    cell.kind = "users";
+    cell.column = "BASE";
+    EXPECT_FALSE(check_index_def(cell));
+    EXPECT_EQ(static_cast<unsigned char>(encode_index_def(cell).at(0)), 0x95);
+    back = decode_index_def(encode_index_def(cell));
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(back.value(), cell);
+    EXPECT_TRUE(back.value().on_cells());
+    cell.column = "a b";
+    EXPECT_NE(check_index_def(cell).value_or("").find("column"), std::string::npos);
+    cell.column = "BASE";
+    cell.kind = "Users";
+    EXPECT_NE(check_index_def(cell).value_or("").find("table"), std::string::npos);
+    // A cell index's version column orders as its ref_key does.
+    EXPECT_LT(cell_index_version(-5), cell_index_version(-4));
+    EXPECT_LT(cell_index_version(-1), cell_index_version(0));
+    EXPECT_LT(cell_index_version(0), cell_index_version(1));
+    EXPECT_LT(cell_index_version(std::numeric_limits<std::int64_t>::min()), cell_index_version(std::numeric_limits<std::int64_t>::max()));
     auto bad = d;
     bad.properties[1].length_max = 0;
     EXPECT_NE(check_index_def(bad).value_or("").find("properties[1].length"), std::string::npos);

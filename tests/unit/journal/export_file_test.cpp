@@ -43,7 +43,7 @@ core::op make_mixed_op(std::int64_t i, std::uint64_t ts) {
             return core::op{0, ts, std::move(c)};
         }
         case 3: {
-            core::cell_op c{"docs", id16(i), "title", i, body_of(static_cast<std::size_t>(i % 200), 'c')};
+            core::cell_op c{"docs", id16(i), "title", i, body_of(static_cast<std::size_t>(i % 200), 'c'), {}};
             return core::op{0, ts, std::move(c)};
         }
         default: {

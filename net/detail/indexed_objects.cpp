@@ -1,0 +1,81 @@
+#include "net/detail/indexed_objects.hpp"
+
+#include "net/detail/body_json.hpp"
+#include "net/detail/index_values.hpp"
+#include "net/detail/json_parse.hpp"
+#include "shards/cell_store.hpp"
+#include "shards/entity_store.hpp"
+
+namespace cairn::net::detail {
+namespace {
+
+namespace asio = boost::asio;
+
+indexed_object of_entity(shards::stored_entity&& e) {
+    return {std::move(e.id), e.ts, e.deleted, std::move(e.body), e.ts, 0, 0};
+}
+
+indexed_object of_cell(shards::stored_cell&& c) {
+    return {std::move(c.row_key), core::cell_index_version(c.ref_key), false, std::move(c.body), c.ts, c.ref_key, c.added_id};
+}
+
+}  // namespace
+
+asio::awaitable<core::result<std::vector<std::optional<indexed_object>>>> async_current_objects(
+    shards::mariadb_conn& conn, const core::index_def& def, std::span<const std::string> ids) {
+    std::vector<std::optional<indexed_object>> out(ids.size());
+    if (def.on_cells()) {
+        auto r = co_await shards::async_latest_cells(conn, def.kind, def.column, ids);
+        if (!r) co_return r.error();
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            if (r.value()[i]) out[i] = of_cell(std::move(*r.value()[i]));
+        }
+    } else {
+        auto r = co_await shards::async_get_entities(conn, def.kind, ids);
+        if (!r) co_return r.error();
+        for (std::size_t i = 0; i < ids.size(); ++i) {
+            if (r.value()[i]) out[i] = of_entity(std::move(*r.value()[i]));
+        }
+    }
+    co_return out;
+}
+
+asio::awaitable<core::result<std::vector<indexed_object>>> async_scan_objects(shards::mariadb_conn& conn,
+                                                                              const core::index_def& def,
+                                                                              const std::optional<indexed_object>& after,
+                                                                              std::size_t limit) {
+    std::vector<indexed_object> out;
+    if (def.on_cells()) {
+        std::optional<std::string> after_row;
+        if (after) after_row = after->id;
+        auto r = co_await shards::async_scan_latest_cells(conn, def.kind, def.column, after_row, limit);
+        if (!r) co_return r.error();
+        for (auto& c : r.value()) out.push_back(of_cell(std::move(c)));
+    } else {
+        std::optional<std::pair<std::uint64_t, std::string>> before;
+        if (after) before = std::pair{after->ts, after->id};
+        auto r = co_await shards::async_scan_entities_by_updated(conn, def.kind, before, limit);
+        if (!r) co_return r.error();
+        for (auto& e : r.value()) out.push_back(of_entity(std::move(e)));
+    }
+    co_return out;
+}
+
+asio::awaitable<core::result<std::uint64_t>> async_count_objects(shards::mariadb_conn& conn, const core::index_def& def) {
+    if (def.on_cells()) co_return co_await shards::async_count_column_rows(conn, def.kind, def.column);
+    co_return co_await shards::async_count_entities(conn, def.kind);
+}
+
+std::optional<std::vector<core::index_value>> index_values_now(const core::index_def& def, const indexed_object& o) {
+    if (o.deleted) return std::nullopt;
+    auto json = stored_body_json(o.body);
+    if (!json) return std::nullopt;
+    simdjson::dom::element root;
+    if (parse_json(*json, root) || !root.is_object()) return std::nullopt;
+    auto v = index_values_of(def, root);
+    auto* values = std::get_if<std::optional<std::vector<core::index_value>>>(&v);
+    if (!values) return std::nullopt;
+    return *values;
+}
+
+}  // namespace cairn::net::detail

@@ -1,0 +1,53 @@
+// The objects an index reads, as the index query and the cleaner see them: an entity of the
+// index's kind, or, for a cell index, the latest version (greatest ref_key) of the index's column
+// of a row. One shape for both, so that neither the query nor the cleaner names a model.
+#pragma once
+
+#include <utility>  // Boost 1.74's awaitable.hpp forgets it.
+
+#include "core/indexes.hpp"
+#include "core/result.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace cairn::shards {
+class mariadb_conn;
+}
+
+namespace cairn::net::detail {
+
+struct indexed_object {
+    std::string id;            // the entity id; the cell's row_key
+    std::uint64_t version = 0;  // what an index row's ts holds: the entity's ts; core::cell_index_version
+    bool deleted = false;      // an entity tombstone (a cell is never deleted)
+    std::string body;          // stored (format byte first); empty for a tombstone
+    std::uint64_t ts = 0;      // the write's hlc
+    std::int64_t ref_key = 0;  // cells
+    std::uint64_t added_id = 0;  // cells
+};
+
+// The current objects of ids on the connection's shard: result[i] belongs to ids[i], nullopt
+// where there is none. Errors: those of mariadb_conn.
+boost::asio::awaitable<core::result<std::vector<std::optional<indexed_object>>>> async_current_objects(
+    shards::mariadb_conn& conn, const core::index_def& def, std::span<const std::string> ids);
+
+// The cleaner's walk of one shard, up to limit objects after `after` (nullopt: from the start),
+// tombstones included; pass the last object of a page as the next `after`. Entities: most
+// recently updated first; cells: by row_key.
+boost::asio::awaitable<core::result<std::vector<indexed_object>>> async_scan_objects(
+    shards::mariadb_conn& conn, const core::index_def& def, const std::optional<indexed_object>& after, std::size_t limit);
+
+// The number of objects on the connection's shard (the cleaner's total).
+boost::asio::awaitable<core::result<std::uint64_t>> async_count_objects(shards::mariadb_conn& conn, const core::index_def& def);
+
+// The index values of an object now, or nullopt: a tombstone, a body that does not decode, a
+// property missing or null, or a value that does not fit its type (not in the index).
+std::optional<std::vector<core::index_value>> index_values_now(const core::index_def& def, const indexed_object& o);
+
+}  // namespace cairn::net::detail
