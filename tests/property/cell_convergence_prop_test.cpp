@@ -1,11 +1,14 @@
 // Cells against real MariaDB (issue 6): random writes of a few cell keys with competing bodies
 // and timestamps, applied in random order, duplicated and in random batches, end in exactly the
-// model's cells: each key holds the body of its smallest (ts, stored body) write.
+// model's cells: each key holds the body of its smallest (ts, stored body) write. The users'
+// BASE writes carry rows of a cell index (users_by_company): the index table ends in exactly the
+// model's rows too, each on the shard of its company, holding the greatest ref_key that wrote it.
 #include <utility>
 
 #include "core/hlc.hpp"
 #include "core/shard_map.hpp"
 #include "shards/cell_store.hpp"
+#include "shards/index_store.hpp"
 #include "shards/model_dispatch.hpp"
 #include "tests/support/edge_gen.hpp"
 #include "tests/support/test_shards.hpp"
@@ -21,6 +24,11 @@ namespace {
 namespace asio = boost::asio;
 const std::string db = "cairn_prop_cells";
 
+// users_by_company(company_id id, level int) on the users' BASE column, sharded by company.
+core::index_def users_by_company() {
+    return {"users_by_company", "users", {{"company_id", core::index_value_type::id, 0}, {"level", core::index_value_type::integer, 0}}, 0, "BASE"};
+}
+
 rc::Gen<core::op> gen_cell_write() {
     return rc::gen::exec([] {
         core::id16 id{};
@@ -33,6 +41,14 @@ rc::Gen<core::op> gen_cell_write() {
         // Bodies: tiny ones stored as is, a long repetitive one stored compressed.
         const auto n = *rc::gen::element<std::size_t>(1, 2, 700);
         c.body = core::encode_body(std::string(n, *rc::gen::element('a', 'b')), 512);
+        if (c.table == "users" && c.column == "BASE" && *rc::gen::inRange(0, 4) != 0) {
+            core::id16 company{};
+            company[0] = 0xc0;
+            company[15] = static_cast<unsigned char>(*rc::gen::inRange(0, 6));
+            const std::string company_bytes(core::id16_bytes(company));
+            c.entries.push_back({"users_by_company", {company_bytes, *rc::gen::inRange<std::int64_t>(-1, 2)},
+                                 core::hash_bytes(company_bytes)});
+        }
         core::op o;
         o.ts = core::hlc_make(1'795'392'000'000 + *rc::gen::inRange<std::uint64_t>(0, 3), 0, 1);
         o.body = std::move(c);
@@ -41,6 +57,21 @@ rc::Gen<core::op> gen_cell_write() {
 }
 
 using cell_map = std::map<std::tuple<std::string, std::string, std::string, std::int64_t>, std::pair<std::uint64_t, std::string>>;
+
+// (values, row_key) -> the greatest version among the writes that carry the row.
+using index_map = std::map<std::pair<std::vector<core::index_value>, std::string>, std::uint64_t>;
+
+index_map index_model_of(const std::vector<core::op>& ops) {
+    index_map out;
+    for (const auto& o : ops) {
+        const auto& c = std::get<core::cell_op>(o.body);
+        for (const auto& e : c.entries) {
+            auto& v = out[{e.values, c.row_key}];
+            v = std::max(v, core::cell_index_version(c.ref_key));
+        }
+    }
+    return out;
+}
 
 cell_map model_of(const std::vector<core::op>& ops) {
     cell_map out;
@@ -70,6 +101,12 @@ TEST(cell_convergence, competing_writes_in_any_order_end_in_the_smallest_version
         conns.push_back(std::make_unique<shards::mariadb_conn>(ioc.get_executor(), test::params_for(endpoints[i], db)));
         ASSERT_TRUE(test::run_on(ioc, conns.back()->async_connect()));
         ASSERT_TRUE(test::run_on(ioc, shards::async_create_schema(*conns.back(), {map, counters, cells, entities, 0})));
+        core::op def;
+        def.ts = core::hlc_make(1'795'000'000'000, 0, 1);
+        def.body = core::index_def_op{"users_by_company", false, core::encode_index_def(users_by_company())};
+        const core::op* defs[] = {&def};
+        ASSERT_TRUE(test::run_on(ioc, shards::async_apply_ops(*conns.back(), {map, counters, cells, entities, 0},
+                                                              static_cast<core::shard_index>(i), defs)));
     }
 
     const bool ok = rc::check("cell writes converge to the model on two shards", [&] {
@@ -78,6 +115,7 @@ TEST(cell_convergence, competing_writes_in_any_order_end_in_the_smallest_version
         const auto applied = *test::gen_shuffled_with_duplicates(ops);
         for (auto& c : conns) {
             for (const auto& t : cells.tables) RC_ASSERT(test::run_on(ioc, c->async_execute("DELETE FROM cells_" + t)).has_value());
+            RC_ASSERT(test::run_on(ioc, c->async_execute("DELETE FROM index_users_by_company")).has_value());
         }
         std::size_t at = 0;
         while (at < applied.size()) {
@@ -104,6 +142,17 @@ TEST(cell_convergence, competing_writes_in_any_order_end_in_the_smallest_version
             }
         }
         RC_ASSERT(actual == model_of(ops));
+        index_map rows;
+        for (std::uint32_t s = 0; s < 2; ++s) {
+            auto r = test::run_on(ioc, shards::async_scan_index_rows(*conns[s], users_by_company(), std::nullopt, 100'000));
+            RC_ASSERT(r.has_value());
+            for (const auto& row : r.value()) {
+                RC_ASSERT(!row.deleted);
+                RC_ASSERT(map.shard_of_hash(core::index_value_hash(row.values[0])) == s);
+                rows[{row.values, row.entity_id}] = row.ts;
+            }
+        }
+        RC_ASSERT(rows == index_model_of(ops));
     });
     EXPECT_TRUE(ok);
 }
