@@ -452,12 +452,14 @@ int cmd_index_ls(const settings& s) {
             props += (props.empty() ? "" : ", ") + p["name"].get<std::string>() + ":" + p["type"].get<std::string>();
             if (p.contains("length")) props += ":" + str(p["length"]);
         }
-        rows.push_back({str(d["name"]), str(d["kind"]), props, str(d["shard_on"])});
+        // An entity kind, or a cell table's column as table/column.
+        const std::string reads = d.contains("column") ? str(d["table"]) + "/" + str(d["column"]) : str(d["kind"]);
+        rows.push_back({str(d["name"]), reads, props, str(d["shard_on"])});
     }
     if (rows.empty()) {
         std::cout << "no indexes\n";
     } else {
-        print_table({"NAME", "KIND", "PROPERTIES", "SHARD ON"}, rows);
+        print_table({"NAME", "READS", "PROPERTIES", "SHARD ON"}, rows);
     }
     return exit_ok;
 }
@@ -493,9 +495,17 @@ int show_cleaner(const settings& s, const std::string& name, bool watch) {
     return p["state"] == "failed" ? exit_refused : exit_ok;
 }
 
-int cmd_index_add(const settings& s, const std::string& name, const std::string& kind,
-                  const std::vector<std::string>& properties, const std::string& shard_on, bool no_wait) {
-    json def{{"name", name}, {"kind", kind}, {"properties", json::array()}};
+// kind: an entity index; table and column: a cell index (CLI11 allows one or the other).
+int cmd_index_add(const settings& s, const std::string& name, const std::string& kind, const std::string& table,
+                  const std::string& column, const std::vector<std::string>& properties, const std::string& shard_on,
+                  bool no_wait) {
+    json def{{"name", name}, {"properties", json::array()}};
+    if (table.empty()) {
+        def["kind"] = kind;
+    } else {
+        def["table"] = table;
+        def["column"] = column;
+    }
     for (const auto& p : properties) {
         // name:type[:length]
         const auto a = p.find(':');
@@ -776,40 +786,56 @@ int main(int argc, char** argv) {
     replay_cmds.add(app, *journal_cmd, s, run, local_only);
 
     auto* index = app.add_subcommand("index",
-                                     "Entity indexes: define, list and drop them; run and watch the cleaner that back-fills\n"
-                                     "a new index and removes stale rows.\n\n"
+                                     "Indexes of entities and of cells: define, list and drop them; run and watch the cleaner\n"
+                                     "that back-fills a new index and removes stale rows.\n\n"
                                      "Examples:\n"
                                      "  cairn index ls\n"
                                      "  cairn index add entries_by_user --kind entry --property user_id:id\n"
+                                     "  cairn index add users_by_company --table users --column BASE --property company_id:id\n"
                                      "  cairn index status entries_by_user --watch\n"
                                      "  cairn index drop entries_by_user --yes");
     index->require_subcommand(1);
     auto* index_ls = index->add_subcommand("ls",
-                                           "List the indexes (name, kind, typed properties, shard_on).\n\n"
+                                           "List the indexes (name, what they read: an entity kind or a cell table/column,\n"
+                                           "typed properties, shard_on).\n\n"
                                            "Examples:\n"
                                            "  cairn index ls\n"
                                            "  cairn index ls --json | jq -r '.indexes[].name'");
     index_ls->callback([&] { run = [&] { return cmd_index_ls(s); }; });
     std::string index_name;
     std::string index_kind;
+    std::string index_table;
+    std::string index_column;
     std::vector<std::string> index_props;
     std::string index_shard_on;
     bool index_no_wait = false;
     auto* index_add = index->add_subcommand(
         "add",
-        "Create an index and watch its back-fill (a progress bar on a terminal). Properties are\n"
-        "name:type with type id, int, bool, or string:LENGTH (bytes, 1..255), in key order.\n\n"
+        "Create an index of an entity kind (--kind) or of a cell table's column (--table, --column)\n"
+        "and watch its back-fill. Properties: name:type, type id, int, bool or string:LENGTH (1..255).\n\n"
         "Examples:\n"
         "  cairn index add entries_by_user --kind entry --property user_id:id\n"
         "  cairn index add users_by_email --kind user --property email:string:254 --no-wait\n"
-        "  cairn index add entries_by_feed --kind entry --property feed_id:id --property rank:int --shard-on feed_id");
+        "  cairn index add entries_by_feed --kind entry --property feed_id:id --property rank:int --shard-on feed_id\n"
+        "  cairn index add users_by_company --table users --column BASE --property company_id:id\n\n"
+        "A cell index reads the latest ref_key of the column of each row; properties are in key order.");
     index_add->add_option("name", index_name, "the index name ([a-z][a-z0-9_]*)")->required();
-    index_add->add_option("--kind", index_kind, "the entity kind")->required();
+    auto* kind_opt = index_add->add_option("--kind", index_kind, "the entity kind");
+    auto* table_opt = index_add->add_option("--table", index_table, "the cell table (with --column)");
+    auto* column_opt = index_add->add_option("--column", index_column, "the cell column (with --table)");
+    kind_opt->excludes(table_opt)->excludes(column_opt);
+    table_opt->needs(column_opt);
+    column_opt->needs(table_opt);
     index_add->add_option("--property", index_props, "name:type[:length], once per property, in key order")->required();
     index_add->add_option("--shard-on", index_shard_on, "the property whose value picks the row's shard (default: the only one)");
     index_add->add_flag("--no-wait", index_no_wait, "do not watch the back-fill");
     index_add->callback([&] {
-        run = [&] { return cmd_index_add(s, index_name, index_kind, index_props, index_shard_on, index_no_wait); };
+        if (index_kind.empty() && index_table.empty()) {
+            throw CLI::RequiredError("--kind (an entity index) or --table and --column (a cell index)");
+        }
+        run = [&] {
+            return cmd_index_add(s, index_name, index_kind, index_table, index_column, index_props, index_shard_on, index_no_wait);
+        };
     });
     bool index_yes = false;
     auto* index_drop = index->add_subcommand("drop",

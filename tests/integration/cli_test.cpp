@@ -333,6 +333,34 @@ TEST_F(cli, an_index_is_added_back_filled_listed_cleaned_and_dropped) {
     EXPECT_EQ(cairn_json({"index", "ls"})["indexes"].size(), 0u);
 }
 
+TEST_F(cli, a_cell_index_is_added_on_a_table_column_and_back_filled) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    start("cairn_cli_cell_index", "[cells]\ntables = [\"users\"]\n");
+    for (int i = 0; i < 30; ++i) {
+        auto w = http_post(cairnd_->port(), "/v1/cells/users?wait=applied",
+                           fmt::format(R"({{"row_key": "{:032x}", "column": "BASE", "ref_key": 1, "body": {{"company_id": "{:032x}"}}}})",
+                                       i + 1, i % 3 + 100));
+        ASSERT_TRUE(w && w->status == 202) << (w ? w->body : "no answer");
+    }
+    auto added = cairn({"index", "add", "users_by_company", "--table", "users", "--column", "BASE", "--property", "company_id:id"});
+    ASSERT_EQ(added.code, 0) << added.err << added.out;
+    EXPECT_NE(added.out.find("+30 -0"), std::string::npos) << added.out;
+    auto ls = cairn({"index", "ls"});
+    EXPECT_NE(ls.out.find("users/BASE"), std::string::npos) << ls.out;
+    auto q = http_get(cairnd_->port(), fmt::format("/v1/cells/users/by/users_by_company?company_id={:032x}", 101));
+    ASSERT_TRUE(q && q->status == 200);
+    EXPECT_EQ(nlohmann::json::parse(q->body)["cells"].size(), 10u) << q->body;
+    // --kind or --table with --column, never both, never neither.
+    for (const std::vector<std::string>& bad : {std::vector<std::string>{"index", "add", "x", "--property", "a:int"},
+                                                {"index", "add", "x", "--table", "users", "--property", "a:int"},
+                                                {"index", "add", "x", "--kind", "k", "--table", "users", "--column", "BASE",
+                                                 "--property", "a:int"}}) {
+        auto r = cairn(bad);
+        EXPECT_EQ(r.code, 2) << r.err;
+    }
+    EXPECT_EQ(cairn({"index", "add", "x", "--table", "trips", "--column", "BASE", "--property", "a:int"}).code, 1);  // 400
+}
+
 TEST(cli_help, every_subcommand_has_help_that_leads_with_examples) {
     const std::vector<std::vector<std::string>> commands = {
         {},
