@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -208,6 +209,63 @@ TEST_F(cell_indexes_http, users_companies_and_schools_are_found_by_their_indexes
     ASSERT_EQ(send("DELETE", "/v1/indexes/users_by_company").status, 200);
     EXPECT_EQ(send("GET", "/v1/cells/users/by/users_by_company?company_id=" + acme).status, 404);
     put_user(9, 1, acme);  // writes go on without the index
+}
+
+// The back-fill over more rows than one page of the cleaner's walk (500 per shard), rows with
+// several versions of the column and other columns: each row is added once, at its latest version.
+TEST_F(cell_indexes_http, a_back_fill_adds_each_row_once_at_its_latest_version) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    const std::string db = "cairn_e2e_cell_index_backfill";
+    start_cairnd(db, options(db));
+    constexpr int rows = 1500;
+    const std::string companies[] = {acme, globex, "00000000-0000-0000-0000-000000000a33"};
+    std::map<std::string, std::size_t> expected;
+    std::string batch;
+    int in_batch = 0;
+    auto flush = [&] {
+        if (in_batch == 0) return;
+        const auto r = send("POST", "/v1/cells/users?wait=applied", R"({"cells": [)" + batch + "]}");
+        ASSERT_EQ(r.status, 202) << r.body;
+        batch.clear();
+        in_batch = 0;
+    };
+    auto add = [&](int i, const std::string& column, int ref_key, const std::string& company) {
+        batch += fmt::format(R"({}{{"row_key": "{}", "column": "{}", "ref_key": {}, "body": {{"company_id": "{}"}}}})",
+                             in_batch ? "," : "", user(i), column, ref_key, company);
+        if (++in_batch == 500) flush();
+    };
+    for (int i = 0; i < rows; ++i) {
+        add(i, "BASE", 1, companies[i % 2]);
+        if (i % 3 == 0) add(i, "BASE", 2, companies[2]);    // a newer version at the third company
+        if (i % 5 == 0) add(i, "status", 9, companies[1]);  // another column: not indexed
+        ++expected[companies[i % 3 == 0 ? 2 : i % 2]];
+    }
+    flush();
+    const auto created = send("POST", "/v1/indexes",
+                              R"({"name": "users_by_company", "table": "users", "column": "BASE",
+                                  "properties": [{"name": "company_id", "type": "id"}]})");
+    ASSERT_EQ(created.status, 201) << created.body;
+    const auto backfill = cleaner_run("users_by_company", false);
+    EXPECT_EQ(backfill["rows_added"], rows) << backfill.dump();
+    EXPECT_EQ(backfill["rows_removed"], 0) << backfill.dump();
+    EXPECT_EQ(backfill["rows_scanned"], 2 * rows) << backfill.dump();  // the rows, then the index rows
+    std::size_t stale = 0;
+    for (const auto& c : companies) {
+        std::size_t n = 0;
+        std::string cursor;
+        for (int pages = 0; pages < 20; ++pages) {
+            const auto r = send("GET", fmt::format("/v1/cells/users/by/users_by_company?company_id={}&limit=400{}", c,
+                                                   cursor.empty() ? "" : "&cursor=" + cursor));
+            ASSERT_EQ(r.status, 200) << r.body;
+            const auto j = json::parse(r.body);
+            n += j["cells"].size();
+            stale += j["stale_rows_skipped"].get<std::size_t>();
+            if (j["next_cursor"].is_null()) break;
+            cursor = j["next_cursor"];
+        }
+        EXPECT_EQ(n, expected[c]) << c;
+    }
+    EXPECT_EQ(stale, 0u);
 }
 
 TEST_F(cell_indexes_http, bad_cell_index_definitions_are_4xx_naming_the_field) {
