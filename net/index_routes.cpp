@@ -538,7 +538,7 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
     // Index rows in key order, entities fetched by their shards, each re-filtered; until the page
     // is full (one match beyond it tells whether another page follows), the index is exhausted,
     // or the scan budget is spent.
-    std::vector<std::pair<shards::index_row, std::string>> page;  // (row, rendered entity)
+    std::vector<std::pair<shards::index_row, std::string>> page;  // (row, rendered object)
     std::size_t rows_read = 0;
     std::size_t stale = 0;
     const auto deadline = gw.lim.query_timeout + gw.lim.connect_timeout;
@@ -587,16 +587,16 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
             // Kept only if the object holds exactly the row's values now: then the row matches
             // the query and is the object's current row, so no object is answered twice.
             const auto& e = st->found[row.entity_id];
-            const bool keep = e && detail::index_values_now(*def, *e) == row.values;
+            std::optional<std::string> json;  // the body, decoded once for the filter and the answer
+            if (e && !e->deleted) json = detail::stored_body_json(e->body);
+            const bool keep = json && detail::index_values_of_json(*def, *json) == row.values;
             if (!keep) {
                 ++stale;  // a stale index row: the object changed or went away since
                 continue;
             }
             page.emplace_back(row, cells ? render_cell(kind, row.entity_id, def->column, e->ref_key, e->body, e->ts, e->added_id)
                                          : fmt::format(R"({{"id":"{}","body":{},"ts":"{}","ts_ms":{}}})",
-                                                       core::format_id16_bytes(row.entity_id),
-                                                       detail::stored_body_json(e->body).value_or("null"), e->ts,
-                                                       core::hlc_ms(e->ts)));
+                                                       core::format_id16_bytes(row.entity_id), *json, e->ts, core::hlc_ms(e->ts)));
         }
         if (exhausted) break;
     }

@@ -70,8 +70,12 @@ std::optional<std::vector<core::index_value>> index_values_now(const core::index
     if (o.deleted) return std::nullopt;
     auto json = stored_body_json(o.body);
     if (!json) return std::nullopt;
+    return index_values_of_json(def, *json);
+}
+
+std::optional<std::vector<core::index_value>> index_values_of_json(const core::index_def& def, std::string_view json) {
     simdjson::dom::element root;
-    if (parse_json(*json, root) || !root.is_object()) return std::nullopt;
+    if (parse_json(json, root) || !root.is_object()) return std::nullopt;
     auto v = index_values_of(def, root);
     auto* values = std::get_if<std::optional<std::vector<core::index_value>>>(&v);
     if (!values) return std::nullopt;

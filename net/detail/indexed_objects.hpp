@@ -49,5 +49,7 @@ boost::asio::awaitable<core::result<std::uint64_t>> async_count_objects(shards::
 // The index values of an object now, or nullopt: a tombstone, a body that does not decode, a
 // property missing or null, or a value that does not fit its type (not in the index).
 std::optional<std::vector<core::index_value>> index_values_now(const core::index_def& def, const indexed_object& o);
+// The same from a live object's body as JSON text (stored_body_json of its body).
+std::optional<std::vector<core::index_value>> index_values_of_json(const core::index_def& def, std::string_view json);
 
 }  // namespace cairn::net::detail
