@@ -7,15 +7,14 @@
 // nothing; the cleaner tombstones exactly the stale rows; definitions survive a restart.
 #include "tests/support/cairnd_fixture.hpp"
 #include "tests/support/e2e.hpp"
+#include "tests/support/repo_file.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
 #include <chrono>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <thread>
 
 namespace cairn::test {
@@ -28,12 +27,7 @@ const std::string mit = "00000000-0000-0000-0000-000000000b22";
 
 std::string user(int i) { return fmt::format("6f1c2a4e-0b3d-4c5e-8f70-{:012x}", 0x91a2b3c4d500 + i); }
 
-std::string example_toml() {
-    std::ifstream in(std::string(std::getenv("CAIRN_REPO") ? std::getenv("CAIRN_REPO") : ".") + "/docs/examples/cells.toml");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
+std::string example_toml() { return repo_file("docs/examples/cells.toml"); }
 
 class cell_indexes_http : public cairnd_test {
 protected:
@@ -41,6 +35,7 @@ protected:
         cairnd_options o;
         o.database = db;
         o.extra_toml = example_toml();
+        EXPECT_FALSE(o.extra_toml.empty()) << "docs/examples/cells.toml not found (CAIRN_REPO)";
         return o;
     }
     simple_reply send(const std::string& method, const std::string& target, const std::string& body = "") {

@@ -4,13 +4,12 @@
 // of a row and the versions of a column paged; bad input is a 4xx and journals nothing.
 #include "tests/support/cairnd_fixture.hpp"
 #include "tests/support/e2e.hpp"
+#include "tests/support/repo_file.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
-#include <fstream>
-#include <sstream>
 
 namespace cairn::test {
 namespace {
@@ -19,12 +18,7 @@ using json = nlohmann::json;
 const std::string alice = "6f1c2a4e-0b3d-4c5e-8f70-91a2b3c4d5e6";
 const std::string acme = "00000000000000000000000000000a11";
 
-std::string example_toml() {
-    std::ifstream in(std::string(std::getenv("CAIRN_REPO") ? std::getenv("CAIRN_REPO") : ".") + "/docs/examples/cells.toml");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
+std::string example_toml() { return repo_file("docs/examples/cells.toml"); }
 
 class cells_http : public cairnd_test {
 protected:

@@ -3,22 +3,15 @@
 #pragma once
 
 #include "core/config.hpp"
+#include "tests/support/repo_file.hpp"
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
 namespace cairn::test {
 
-inline std::string counter_example_toml() {
-    const char* repo = std::getenv("CAIRN_REPO");
-    std::ifstream in(std::string(repo ? repo : ".") + "/docs/examples/counters.toml");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
+inline std::string counter_example_toml() { return repo_file("docs/examples/counters.toml"); }
 
 inline core::counter_catalog counter_example_catalog() {
     const auto text = counter_example_toml();
