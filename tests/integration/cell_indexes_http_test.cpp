@@ -38,14 +38,6 @@ protected:
         EXPECT_FALSE(o.extra_toml.empty()) << "docs/examples/cells.toml not found (CAIRN_REPO)";
         return o;
     }
-    simple_reply send(const std::string& method, const std::string& target, const std::string& body = "") {
-        auto r = http_request(port(), method, target, body);
-        if (!r) {
-            ADD_FAILURE() << method << " " << target << ": no answer";
-            return {};
-        }
-        return *r;
-    }
     void put_user(int i, int ref_key, const std::string& company, const std::string& column = "BASE") {
         const auto r = send("POST", "/v1/cells/users?wait=applied",
                             fmt::format(R"({{"row_key": "{}", "column": "{}", "ref_key": {}, "body": {{"username": "user{}",

@@ -21,14 +21,6 @@ protected:
         o.extra_toml = "[entities]\nkinds = [\"entry\", \"user\"]\n";
         start_cairnd(db, std::move(o));
     }
-    simple_reply send(const std::string& method, const std::string& target, const std::string& body = "") {
-        auto r = http_request(port(), method, target, body);
-        if (!r) {
-            ADD_FAILURE() << method << " " << target << ": no answer";
-            return {};
-        }
-        return *r;
-    }
 };
 
 TEST_F(entities_http, put_get_replace_and_delete_with_last_writer_wins) {

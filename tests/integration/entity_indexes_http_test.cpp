@@ -29,15 +29,6 @@ protected:
         o.extra_toml = "[entities]\nkinds = [\"entry\", \"user\"]\n";
         return o;
     }
-    simple_reply send(const std::string& method, const std::string& target, const std::string& body = "",
-                      std::uint16_t on = 0) {
-        auto r = http_request(on ? on : port(), method, target, body);
-        if (!r) {
-            ADD_FAILURE() << method << " " << target << ": no answer";
-            return {};
-        }
-        return *r;
-    }
     void put_entry(int i, const std::string& user, const std::string& title) {
         const auto r = send("PUT", fmt::format("/v1/entities/entry/{}?wait=applied", entry_id(i)),
                             fmt::format(R"({{"user_id": "{}", "title": "{}", "link": "http://example.com/{}"}})", user, title, i));

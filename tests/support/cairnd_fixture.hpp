@@ -3,6 +3,7 @@
 #pragma once
 
 #include "tests/support/cairnd_process.hpp"
+#include "tests/support/e2e.hpp"
 
 #include <gtest/gtest.h>
 
@@ -27,6 +28,17 @@ protected:
         EXPECT_EQ(cairnd_->terminate(), 0) << cairnd_->log_tail();
     }
     std::uint16_t port() const { return cairnd_->port(); }
+    // One request to this cairnd (or to the one on port `on`); a test failure and an empty reply
+    // when nothing answers.
+    simple_reply send(const std::string& method, const std::string& target, const std::string& body = "",
+                      std::uint16_t on = 0) {
+        auto r = http_request(on ? on : port(), method, target, body);
+        if (!r) {
+            ADD_FAILURE() << method << " " << target << ": no answer";
+            return {};
+        }
+        return *r;
+    }
 
     std::unique_ptr<cairnd_process> cairnd_;
 };
