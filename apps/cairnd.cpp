@@ -29,6 +29,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -199,7 +200,10 @@ int main(int argc, char** argv) {
     }
     server.set_upgrade_handler(net::make_ws_handler(router, cfg.lim, metrics));
     for (auto& w : workers) w->start();
-    asio::co_spawn(ioc, indexes.async_refresh_loop(gw, std::chrono::seconds(2)), core::log_task_end("index_refresh"));
+    // On a strand: a refresh fans out one task per shard, and those share its state without locks
+    // (net/detail/fan_out.hpp); on the bare io_context they would run on several threads at once.
+    asio::co_spawn(asio::make_strand(ioc), indexes.async_refresh_loop(gw, std::chrono::seconds(2)),
+                   core::log_task_end("index_refresh"));
     server.start();
     spdlog::info("cairnd listening on {}:{} with {} shards, journal {} (last seq {})", cfg.listen_address,
                  server.port(), cfg.shards.size(), cfg.journal_path, jn.last_seq());

@@ -40,6 +40,8 @@ boost::asio::awaitable<void> async_fan_out_one(std::shared_ptr<fan_out_state> st
 // task(shard) -> awaitable<core::result<void>>, copied once per shard; it must keep what it
 // uses alive (shared_ptr) or refer to the caller's frame, which outlives the tasks only until
 // the deadline: give tasks shared state. Returns the first error, or shard_timeout.
+// The caller must run on a strand (or a one-thread executor): the tasks run on its executor and
+// share state without locks, so on a bare multi-threaded io_context they would race.
 template <class Task>
 boost::asio::awaitable<core::error_code> async_fan_out(const std::vector<core::shard_index>& shards, Task task,
                                                        std::chrono::milliseconds deadline) {
