@@ -116,12 +116,18 @@ std::variant<std::vector<core::op>, input_error> parse_cell_writes(const core::c
 
 std::string render_cell(std::string_view table, std::string_view row_key, std::string_view column, std::int64_t ref_key,
                         std::string_view stored_body, std::uint64_t ts, std::uint64_t added_id) {
+    return render_cell_json(table, row_key, column, ref_key, detail::stored_body_json(stored_body).value_or("null"), ts,
+                            added_id);
+}
+
+std::string render_cell_json(std::string_view table, std::string_view row_key, std::string_view column, std::int64_t ref_key,
+                             std::string_view body_json, std::uint64_t ts, std::uint64_t added_id) {
     core::id16 id{};
     std::copy_n(row_key.begin(), std::min<std::size_t>(row_key.size(), 16), id.begin());
     std::string out = fmt::format(R"({{"table":"{}","row_key":"{}","column":)", table, core::format_id16(id));
     detail::append_json_string(out, column);
     fmt::format_to(std::back_inserter(out), R"(,"ref_key":{},"body":{},"ts":"{}","ts_ms":{},"added_id":{}}})", ref_key,
-                   detail::stored_body_json(stored_body).value_or("null"), ts, core::hlc_ms(ts), added_id);
+                   body_json, ts, core::hlc_ms(ts), added_id);
     return out;
 }
 

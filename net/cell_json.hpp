@@ -31,5 +31,8 @@ std::variant<std::vector<core::op>, input_error> parse_cell_writes(const core::c
 // {"table","row_key" (UUID text),"column","ref_key","body":{..},"ts":"..","ts_ms":..,"added_id":..}
 std::string render_cell(std::string_view table, std::string_view row_key, std::string_view column, std::int64_t ref_key,
                         std::string_view stored_body, std::uint64_t ts, std::uint64_t added_id);
+// The same with the body already decoded to JSON text.
+std::string render_cell_json(std::string_view table, std::string_view row_key, std::string_view column, std::int64_t ref_key,
+                             std::string_view body_json, std::uint64_t ts, std::uint64_t added_id);
 
 }  // namespace cairn::net

@@ -594,7 +594,7 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
                 ++stale;  // a stale index row: the object changed or went away since
                 continue;
             }
-            page.emplace_back(row, cells ? render_cell(kind, row.entity_id, def->column, e->ref_key, e->body, e->ts, e->added_id)
+            page.emplace_back(row, cells ? render_cell_json(kind, row.entity_id, def->column, e->ref_key, *json, e->ts, e->added_id)
                                          : fmt::format(R"({{"id":"{}","body":{},"ts":"{}","ts_ms":{}}})",
                                                        core::format_id16_bytes(row.entity_id), *json, e->ts, core::hlc_ms(e->ts)));
         }
