@@ -144,9 +144,9 @@ int main(int argc, char** argv) {
         p.query_timeout = cfg.lim.query_timeout;
         read_pools.push_back(std::make_unique<shards::pool>(ioc.get_executor(), p, cfg.lim.read_pool_connections));
         apply_pools.push_back(std::make_unique<shards::pool>(ioc.get_executor(), p, 1));
-        // Half the read connections at most carry combined point reads; pages and counts keep the rest.
+        // get_batch_runners read connections at most carry combined point reads; pages and counts keep the rest.
         get_batchers.push_back(std::make_unique<shards::edge_get_batcher>(
-            ioc.get_executor(), *read_pools.back(), cfg.lim.read_pool_connections / 2, cfg.lim.get_batch_keys_max,
+            ioc.get_executor(), *read_pools.back(), cfg.lim.get_batch_runners, cfg.lim.get_batch_keys_max,
             &metrics.add_histogram("cairn_edge_get_batch_keys", "Point reads of single edges combined in one query",
                                    core::histogram::size_bounds(), {{"shard", std::to_string(i)}})));
         shards::apply_worker_options wo;

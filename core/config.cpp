@@ -300,8 +300,12 @@ config_result parse_config(std::string_view text, std::string_view source_name) 
         r.duration("connect_timeout_ms", c.lim.connect_timeout, 1, 600'000);
         r.integer("read_pool_connections", c.lim.read_pool_connections, 1, 1024);
         r.integer("get_batch_keys_max", c.lim.get_batch_keys_max, 1, 10'000);
+        r.integer("get_batch_runners", c.lim.get_batch_runners, 1, 1024);
         r.check_unknown();
         first_error(r.error());
+        if (error.empty() && c.lim.get_batch_runners > c.lim.read_pool_connections) {
+            error = "apply.get_batch_runners: must not exceed apply.read_pool_connections";
+        }
         if (error.empty() && c.lim.retry_backoff_initial > c.lim.retry_backoff_max) {
             error = "apply.retry_backoff_initial_ms: must not exceed apply.retry_backoff_max_ms";
         }

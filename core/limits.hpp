@@ -38,6 +38,9 @@ struct limits {
     std::chrono::milliseconds outage_backoff_max{5'000};
     std::size_t read_pool_connections = 8;
     std::size_t get_batch_keys_max = 100;  // point reads combined into one statement (1: never combined)
+    // Combined point-read queries in flight per shard; a read arriving while that many are out waits
+    // and goes with the next. 1 combines the most (measured: docs/config.md); at most read_pool_connections.
+    std::size_t get_batch_runners = 1;
 
     // Small values that make every limit reachable in tests.
     static limits for_test() {

@@ -86,6 +86,20 @@ TEST(config, read_limits_have_defaults_and_bounds) {
     EXPECT_NE(bad.error().find("limits.page_limit_max"), std::string::npos) << bad.error();
 }
 
+TEST(config, combined_point_reads_run_one_query_per_shard_unless_configured) {
+    auto d = parse_config("");
+    ASSERT_TRUE(d.has_value()) << d.error();
+    EXPECT_EQ(d.value().lim.get_batch_runners, 1u);
+    auto c = parse_config("[apply]\nread_pool_connections = 4\nget_batch_runners = 4\n");
+    ASSERT_TRUE(c.has_value()) << c.error();
+    EXPECT_EQ(c.value().lim.get_batch_runners, 4u);
+    // At most one runner per read connection of the shard.
+    auto bad = parse_config("[apply]\nread_pool_connections = 4\nget_batch_runners = 5\n");
+    ASSERT_FALSE(bad.has_value());
+    EXPECT_NE(bad.error().find("apply.get_batch_runners"), std::string::npos) << bad.error();
+    EXPECT_FALSE(parse_config("[apply]\nget_batch_runners = 0\n").has_value());
+}
+
 TEST(config, missing_file_is_a_clear_error) {
     auto r = load_config_file("/nonexistent/cairn.toml");
     ASSERT_FALSE(r.has_value());
