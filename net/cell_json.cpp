@@ -67,15 +67,9 @@ std::variant<core::op, input_error> parse_one(const core::cell_config& cfg, std:
     if (c.column.empty()) return input_error{field_name(prefix, "column"), "is required"};
     if (!have_ref) return input_error{field_name(prefix, "ref_key"), "is required"};
     if (!have_body) return input_error{field_name(prefix, "body"), "is required"};
-    std::vector<core::index_def> of_column;
-    for (const auto& d : indexes) {
-        if (d.column == c.column) of_column.push_back(d);
-    }
-    if (!of_column.empty()) {
-        auto entries = detail::index_entries_of(of_column, body_el);
-        if (auto* err = std::get_if<input_error>(&entries)) return input_error{field_name(prefix, err->field), err->detail};
-        c.entries = std::get<std::vector<core::index_entry>>(std::move(entries));
-    }
+    auto entries = detail::index_entries_of(indexes, body_el, c.column);
+    if (auto* err = std::get_if<input_error>(&entries)) return input_error{field_name(prefix, err->field), err->detail};
+    c.entries = std::get<std::vector<core::index_entry>>(std::move(entries));
     core::op o;
     o.ts = clock.now();
     o.body = std::move(c);

@@ -89,7 +89,7 @@ asio::awaitable<response> async_write(gateway& gw, route_context& ctx, bool dele
         if (auto* err = std::get_if<input_error>(&stored)) co_return bad_field(req, err->field, err->detail);
         e.body = std::get<std::string>(std::move(stored));
         if (gw.indexes) {
-            auto entries = detail::index_entries_of(gw.indexes->of_kind(p.kind), root);
+            auto entries = detail::index_entries_of(gw.indexes->of_kind(p.kind), root, "");
             if (auto* err = std::get_if<input_error>(&entries)) co_return bad_field(req, err->field, err->detail);
             e.entries = std::get<std::vector<core::index_entry>>(std::move(entries));
         }

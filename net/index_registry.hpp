@@ -44,6 +44,9 @@ public:
     void stop();
 
 private:
+    // The indexes of entity kind / cell table `name`.
+    std::vector<core::index_def> matching(bool cells, std::string_view name) const;
+
     std::mutex timer_mu_;
     boost::asio::steady_timer* timer_ = nullptr;  // the loop's, while it waits; guarded by timer_mu_
     std::atomic<bool> stopping_{false};

@@ -46,23 +46,18 @@ constexpr std::size_t indexes_per_kind_max = 32;
 
 // ---- the registry -------------------------------------------------------------------------------
 
-std::vector<core::index_def> index_registry::of_kind(std::string_view kind) const {
+std::vector<core::index_def> index_registry::matching(bool cells, std::string_view name) const {
     std::shared_lock lock(mu_);
     std::vector<core::index_def> out;
     for (const auto& [_, d] : live_) {
-        if (!d.on_cells() && d.kind == kind) out.push_back(d);
+        if (d.on_cells() == cells && d.kind == name) out.push_back(d);
     }
     return out;
 }
 
-std::vector<core::index_def> index_registry::of_cell_table(std::string_view table) const {
-    std::shared_lock lock(mu_);
-    std::vector<core::index_def> out;
-    for (const auto& [_, d] : live_) {
-        if (d.on_cells() && d.kind == table) out.push_back(d);
-    }
-    return out;
-}
+std::vector<core::index_def> index_registry::of_kind(std::string_view kind) const { return matching(false, kind); }
+
+std::vector<core::index_def> index_registry::of_cell_table(std::string_view table) const { return matching(true, table); }
 
 std::optional<core::index_def> index_registry::find(std::string_view name) const {
     std::shared_lock lock(mu_);

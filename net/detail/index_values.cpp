@@ -58,9 +58,11 @@ std::variant<std::optional<std::vector<core::index_value>>, input_error> index_v
 }
 
 std::variant<std::vector<core::index_entry>, input_error> index_entries_of(const std::vector<core::index_def>& defs,
-                                                                           const simdjson::dom::element& body) {
+                                                                           const simdjson::dom::element& body,
+                                                                           std::string_view column) {
     std::vector<core::index_entry> out;
     for (const auto& d : defs) {
+        if (d.column != column) continue;
         auto v = index_values_of(d, body);
         if (auto* e = std::get_if<input_error>(&v)) return std::move(*e);
         auto& values = std::get<std::optional<std::vector<core::index_value>>>(v);

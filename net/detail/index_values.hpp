@@ -21,9 +21,11 @@ namespace cairn::net::detail {
 std::variant<std::optional<std::vector<core::index_value>>, input_error> index_values_of(
     const core::index_def& def, const simdjson::dom::element& body);
 
-// The entries of every index of a body (its kind's definitions), with their routing hashes.
+// The entries of a body for the indexes of defs that read `column` (empty: entity indexes; a
+// cell's column: that column's cell indexes), with their routing hashes.
 std::variant<std::vector<core::index_entry>, input_error> index_entries_of(const std::vector<core::index_def>& defs,
-                                                                           const simdjson::dom::element& body);
+                                                                           const simdjson::dom::element& body,
+                                                                           std::string_view column);
 
 // A query parameter's text as a property's typed value, or why not.
 std::variant<core::index_value, std::string> index_value_of_text(const core::index_property& p, std::string_view text);
