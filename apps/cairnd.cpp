@@ -27,13 +27,18 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <functional>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 namespace {
@@ -44,6 +49,63 @@ using namespace cairn;
 constexpr int exit_config = 1;
 constexpr int exit_journal_failed = 2;
 constexpr int exit_startup = 3;
+constexpr int exit_stop_deadline = 4;
+
+// The last resort of a stop, on its own thread so that it works whatever the io threads do:
+// once the drain time has passed it runs `abandon` (which ends what is still in flight), and
+// once the stop timeout has passed it logs `pending()` and ends the process. Nothing that was
+// acknowledged is lost by that: it is in the journal, as after kill -9.
+class stop_watchdog {
+public:
+    stop_watchdog(std::chrono::milliseconds drain, std::chrono::milliseconds timeout, std::function<void()> abandon,
+                  std::function<std::string()> pending)
+        : drain_(drain), timeout_(timeout), abandon_(std::move(abandon)), pending_(std::move(pending)) {}
+    ~stop_watchdog() { finished(); }
+
+    // The stop began (any thread; once).
+    void begin() {
+        std::lock_guard lock(mu_);
+        if (thread_.joinable() || done_) return;
+        thread_ = std::thread([this] { run(); });
+    }
+    // The io threads have returned: the stop completed in time.
+    void finished() {
+        {
+            std::lock_guard lock(mu_);
+            done_ = true;
+        }
+        cv_.notify_all();
+        if (thread_.joinable()) thread_.join();
+    }
+
+private:
+    void run() {
+        const auto started = std::chrono::steady_clock::now();
+        std::unique_lock lock(mu_);
+        if (cv_.wait_until(lock, started + drain_, [this] { return done_; })) return;
+        lock.unlock();
+        spdlog::info("stop: {} ms of drain passed; closing connections and abandoning shard statements in flight "
+                     "(pending: {})",
+                     drain_.count(), pending_());
+        abandon_();
+        lock.lock();
+        if (cv_.wait_until(lock, started + timeout_, [this] { return done_; })) return;
+        spdlog::critical("stop: not finished after {} ms (limits.stop_timeout_ms); exiting with code {}; still "
+                         "pending: {}",
+                         timeout_.count(), exit_stop_deadline, pending_());
+        spdlog::default_logger()->flush();
+        std::_Exit(exit_stop_deadline);
+    }
+
+    const std::chrono::milliseconds drain_;
+    const std::chrono::milliseconds timeout_;
+    const std::function<void()> abandon_;
+    const std::function<std::string()> pending_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool done_ = false;  // guarded by mu_
+    std::thread thread_;
+};
 
 }  // namespace
 
@@ -55,8 +117,11 @@ int main(int argc, char** argv) {
         "  cairnd                           serve on 127.0.0.1:8080 with the local shards of scripts/shards\n"
         "  cairnd --config cairn.toml       serve with a config file (see docs/config.md)\n"
         "  cairnd --config cairn.toml --check-config   validate the config and exit\n\n"
+        "Stop: SIGTERM or SIGINT. Requests and apply batches in flight get limits.stop_drain_ms to finish;\n"
+        "what was acknowledged and not applied stays in the journal and is applied after the restart.\n\n"
         "Exit codes: 0 stopped by a signal, 1 bad config or arguments, 2 journal failure (restart to recover),\n"
-        "3 could not start (journal cannot be opened, port in use)."};
+        "3 could not start (journal cannot be opened, port in use), 4 the stop did not finish within\n"
+        "limits.stop_timeout_ms (the log names what was pending; nothing acknowledged is lost)."};
     std::string config_path;
     bool check_only = false;
     std::optional<std::uint16_t> port_override;
@@ -193,6 +258,7 @@ int main(int argc, char** argv) {
     so.address = cfg.listen_address;
     so.port = cfg.listen_port;
     so.lim = cfg.lim;
+    so.stop_timeout = cfg.lim.stop_drain;
     net::http_server server(ioc, so, router, auth, metrics);
     if (auto r = server.listen(); !r) {
         spdlog::critical("cannot listen on {}:{}: {}", cfg.listen_address, cfg.listen_port, r.error().message());
@@ -202,36 +268,63 @@ int main(int argc, char** argv) {
     for (auto& w : workers) w->start();
     // On a strand: a refresh fans out one task per shard, and those share its state without locks
     // (net/detail/fan_out.hpp); on the bare io_context they would run on several threads at once.
-    asio::co_spawn(asio::make_strand(ioc), indexes.async_refresh_loop(gw, std::chrono::seconds(2)),
+    // Its stop() is posted there too, so that it cannot fall between the loop's check and its wait.
+    const auto refresh_strand = asio::make_strand(ioc);
+    asio::co_spawn(refresh_strand, indexes.async_refresh_loop(gw, std::chrono::seconds(2)),
                    core::log_task_end("index_refresh"));
     server.start();
     spdlog::info("cairnd listening on {}:{} with {} shards, journal {} (last seq {})", cfg.listen_address,
                  server.port(), cfg.shards.size(), cfg.journal_path, jn.last_seq());
 
-    // Shutdown: on a signal (exit 0) or a sticky journal failure (exit 2), stop accepting,
-    // stop the workers, and let every task finish so that nothing outlives what it uses.
+    // Shutdown: on a signal (exit 0) or a sticky journal failure (exit 2). Everything here runs on
+    // one strand, so the health check cannot re-arm itself after the stop. The stop ends every
+    // long-lived operation: the server stops accepting and closes idle connections (WebSocket
+    // clients get a close frame), the workers, the cleaner and the index refresh end at their next
+    // step, reads waiting on after= are woken, idle shard connections are closed; requests and
+    // batches in flight get limits.stop_drain, then the watchdog closes the rest and aborts shard
+    // statements still running. The io_context then runs out of work and main returns.
     std::atomic<int> exit_code{0};
     auto work = asio::make_work_guard(ioc);
-    asio::signal_set signals(ioc, SIGINT, SIGTERM);
-    asio::steady_timer health(ioc);
-    auto shutdown = [&](int code) {
-        if (exit_code.exchange(code == 0 ? -1 : code) != 0) return;
-        spdlog::info("cairnd shutting down");
+    const auto control = asio::make_strand(ioc);
+    asio::signal_set signals(control, SIGINT, SIGTERM);
+    asio::steady_timer health(control);
+    const auto stop_started = std::make_shared<std::atomic<std::int64_t>>(0);
+    stop_watchdog watchdog(
+        cfg.lim.stop_drain, cfg.lim.stop_timeout,
+        [&] {
+            for (auto& p : read_pools) p->shutdown();
+            for (auto& p : apply_pools) p->shutdown();
+        },
+        [&] {
+            std::string apply_busy;
+            for (std::size_t i = 0; i < apply_pools.size(); ++i) {
+                apply_busy += fmt::format("{}{}/{}", i ? " " : "", apply_pools[i]->in_use(), read_pools[i]->in_use());
+            }
+            return fmt::format("tasks: {}; connections: {}; shard connections in use (apply/read): {}",
+                               core::describe_live_tasks(), server.connections(), apply_busy);
+        });
+    auto shutdown = [&](int code) {  // On `control`.
+        if (exit_code.load() != 0) return;
+        exit_code = code == 0 ? -1 : code;
+        stop_started->store(std::chrono::steady_clock::now().time_since_epoch().count());
+        spdlog::info("cairnd shutting down (drain {} ms, timeout {} ms)", cfg.lim.stop_drain.count(),
+                     cfg.lim.stop_timeout.count());
         signals.cancel();
         health.cancel();
         server.stop();
-        indexes.stop();
+        asio::post(refresh_strand, [&indexes] { indexes.stop(); });
         index_cleaner.stop();
         for (auto& w : workers) w->stop();
         for (auto& p : read_pools) p->close_all();
         for (auto& p : apply_pools) p->close_all();
         work.reset();
+        watchdog.begin();
     };
     signals.async_wait([&](const core::error_code& ec, int) {
         if (!ec) shutdown(0);
     });
     std::function<void(const core::error_code&)> check_health = [&](const core::error_code& ec) {
-        if (ec) return;
+        if (ec || exit_code.load() != 0) return;
         if (!jn.healthy()) {
             spdlog::critical("the journal failed and refuses writes; exiting so that a restart recovers it");
             shutdown(exit_journal_failed);
@@ -240,18 +333,22 @@ int main(int argc, char** argv) {
         health.expires_after(std::chrono::milliseconds(200));
         health.async_wait(check_health);
     };
-    check_health({});
+    asio::post(control, [&] { check_health({}); });
 
     std::vector<std::thread> threads;
     for (std::uint32_t i = 1; i < cfg.threads; ++i) threads.emplace_back([&ioc] { ioc.run(); });
     ioc.run();
     for (auto& t : threads) t.join();
+    watchdog.finished();
+    const auto stop_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::duration(std::chrono::steady_clock::now().time_since_epoch().count() -
+                                            stop_started->load()));
     // The writer thread must not reach the workers any more; then it is joined (the journal closed)
     // now, while the io_context lives: a completion callback it still holds may own a copy of a
     // strand, whose destructor uses the io_context's strand service. Nothing below uses the journal.
     jn.set_commit_listener({});
     opened.value().reset();
-    spdlog::info("cairnd stopped");
+    spdlog::info("cairnd stopped in {} ms", stop_ms.count());
     const int code = exit_code.load();
     return code < 0 ? 0 : code;
 }

@@ -322,8 +322,13 @@ config_result parse_config(std::string_view text, std::string_view source_name) 
         r.integer("page_limit_max", c.lim.page_limit_max, 1, 100'000);
         r.integer("set_scan_rows_max", c.lim.set_scan_rows_max, 1, 100'000'000);
         r.duration("applied_wait_max_ms", c.lim.applied_wait_max, 0, 3'600'000);
+        r.duration("stop_drain_ms", c.lim.stop_drain, 0, 600'000);
+        r.duration("stop_timeout_ms", c.lim.stop_timeout, 100, 3'600'000);
         r.check_unknown();
         first_error(r.error());
+        if (error.empty() && c.lim.stop_timeout <= c.lim.stop_drain) {
+            error = "limits.stop_timeout_ms: must exceed limits.stop_drain_ms";
+        }
     }
     if (const toml::node* n = root.get("shards")) {
         const toml::array* arr = n->as_array();

@@ -17,6 +17,13 @@ struct limits {
     std::chrono::milliseconds timeout_idle{300'000};
     std::size_t ws_in_flight_max = 256;  // requests of one WebSocket connection running at once
 
+    // Stop (SIGTERM/SIGINT): requests, WebSocket answers and apply batches in flight may finish
+    // within stop_drain; then connections are closed and shard statements abandoned (what was
+    // acknowledged stays in the journal). Past stop_timeout the process exits anyway (code 4),
+    // logging what was still pending.
+    std::chrono::milliseconds stop_drain{2'000};
+    std::chrono::milliseconds stop_timeout{6'000};
+
     // Reads
     std::size_t set_scan_rows_max = 100'000;          // rows one page of a set operation may read
     std::size_t page_limit_max = 1000;                 // edges in one page (?limit=)

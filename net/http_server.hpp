@@ -41,12 +41,40 @@ struct server_options {
     std::chrono::milliseconds stop_timeout{5'000};
 };
 
+// Tells an upgraded connection's handler that the server is stopping, so that it can end its
+// protocol politely (a WebSocket close) before stop() closes the connection after stop_timeout.
+// Touched only on the connection's strand.
+class stop_notice {
+public:
+    // f runs once, on the connection's strand, when the server stops; at once if it already has.
+    void on_stop(std::function<void()> f) {
+        if (stopped_) {
+            f();
+            return;
+        }
+        f_ = std::move(f);
+    }
+    // Forgets the hook (its owner is going away).
+    void clear() { f_ = nullptr; }
+    // The server's side: runs the hook set, or the one set later.
+    void notify() {
+        if (stopped_) return;
+        stopped_ = true;
+        if (auto f = std::move(f_)) f();
+    }
+
+private:
+    std::function<void()> f_;
+    bool stopped_ = false;
+};
+
 // Takes over a connection whose request asks for a WebSocket upgrade of the path /v1/ws
-// (after authentication). The session keeps owning stream, which stays valid until the returned
-// awaitable completes; the connection still counts against connections_max until then, and
-// stop() closes it after stop_timeout. Runs on the connection's strand.
-using upgrade_handler =
-    std::function<boost::asio::awaitable<void>(boost::beast::tcp_stream& stream, request req, core::role caller_role)>;
+// (after authentication). The session keeps owning stream and stop, which stay valid until the
+// returned awaitable completes; the connection still counts against connections_max until then,
+// and stop() notifies `stop`, then closes the connection after stop_timeout. Runs on the
+// connection's strand.
+using upgrade_handler = std::function<boost::asio::awaitable<void>(boost::beast::tcp_stream& stream, request req,
+                                                                   core::role caller_role, stop_notice& stop)>;
 
 class http_server {
 public:
@@ -76,7 +104,8 @@ public:
     void start();
 
     // Stops accepting, closes idle connections at once, answers in-flight requests with
-    // Connection: close, and closes whatever is still open after stop_timeout. Returns at
+    // Connection: close, notifies upgraded connections (stop_notice), and closes whatever is
+    // still open after stop_timeout. Returns at
     // once; the io_context runs out of work when the last connection has ended. Any thread;
     // calling it again does nothing.
     void stop();

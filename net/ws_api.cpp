@@ -4,6 +4,7 @@
 
 #include "core/log_task_end.hpp"
 #include "net/auth.hpp"
+#include "net/detail/json_escape.hpp"
 #include "net/router.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -87,6 +88,24 @@ std::optional<json> parse_msgpack_limited(std::string_view bytes) {
     return j;
 }
 
+// msgpack strings are bytes: nlohmann keeps them as they come, and would throw when such a string
+// is later written as JSON. Every key and string value must be UTF-8 (the depth is bounded above).
+bool strings_are_utf8(const json& j) {
+    if (j.is_string()) return detail::is_valid_utf8(j.get_ref<const std::string&>());
+    if (j.is_object()) {
+        for (const auto& [key, value] : j.items()) {
+            if (!detail::is_valid_utf8(key) || !strings_are_utf8(value)) return false;
+        }
+        return true;
+    }
+    if (j.is_array()) {
+        for (const auto& value : j) {
+            if (!strings_are_utf8(value)) return false;
+        }
+    }
+    return true;
+}
+
 message parse_message(std::string_view data, bool binary) {
     message m;
     auto parsed = binary ? parse_msgpack_limited(data) : parse_json_limited(data);
@@ -98,12 +117,17 @@ message parse_message(std::string_view data, bool binary) {
     json& j = *parsed;
     if (auto it = j.find("id"); it != j.end()) {
         const bool ok_number = it->is_number_integer() || it->is_number_unsigned();
-        const bool ok_string = it->is_string() && it->get_ref<const std::string&>().size() <= id_string_bytes_max;
+        const bool ok_string = it->is_string() && it->get_ref<const std::string&>().size() <= id_string_bytes_max &&
+                               detail::is_valid_utf8(it->get_ref<const std::string&>());
         if (ok_number || ok_string) m.id = *it;
     }
     if (m.id.is_null()) {
         m.error = "id must be an integer or a string of at most 128 bytes; answers carry it back";
         m.error_field = "id";
+        return m;
+    }
+    if (binary && !strings_are_utf8(j)) {
+        m.error = "every string of a binary frame (keys included) must be valid UTF-8";
         return m;
     }
     for (const auto& [key, value] : j.items()) {
@@ -164,9 +188,12 @@ std::string render_answer(const json& id, const response& res, bool binary) {
         } else if (is_json(res)) {
             out += res.body();  // cairn's own JSON: spliced, not parsed again
         } else {
-            out += json(res.body()).dump();
+            detail::append_json_string(out, res.body());  // any bytes: never throws
         }
-        if (!retry_after.empty()) out += R"(,"retry_after":)" + json(retry_after).dump();
+        if (!retry_after.empty()) {
+            out += R"(,"retry_after":)";
+            detail::append_json_string(out, retry_after);
+        }
         out += '}';
         return out;
     }
@@ -190,7 +217,7 @@ public:
     ws_session(beast::tcp_stream& stream, const router& r, const core::limits& lim, core::role role, ws_metrics& m)
         : ws_(stream), router_(r), lim_(lim), role_(role), metrics_(m) {}
 
-    asio::awaitable<void> async_run(request upgrade) {
+    asio::awaitable<void> async_run(request upgrade, stop_notice& stop) {
         auto ex = co_await asio::this_coro::executor;
         idle_ = std::make_unique<asio::steady_timer>(ex);
         websocket::stream_base::timeout t{};
@@ -205,43 +232,78 @@ public:
         co_await ws_.async_accept(upgrade, use_ec(ec));
         if (ec) co_return;
         metrics_.connections.add(1);
-        beast::flat_buffer buffer;
-        while (!broken_) {
-            buffer.clear();
-            co_await ws_.async_read(buffer, use_ec(ec));
-            if (ec) {
-                // Closed by the client, idle timeout, a too-big message (Beast closes with
-                // 1009), or the server stopping: all end the connection quietly.
-                if (ec != websocket::error::closed && ec != asio::error::operation_aborted && ec != beast::error::timeout) {
-                    spdlog::debug("websocket read ended: {}", ec.message());
+        // The server stops: answer what is in flight, then close with 1001 (going away); the
+        // client's close reply ends the read loop. The server closes the socket after its
+        // stop_timeout whatever the client does.
+        stop.on_stop([this] {
+            stopping_ = true;
+            close_when_quiet();
+        });
+        struct forget_hook {
+            stop_notice& n;
+            ~forget_hook() { n.clear(); }
+        } forget{stop};
+        // No exception may unwind this frame while requests still use it: one that escapes the loop
+        // ends the connection, after the wait for those requests below (issue 13).
+        try {
+            beast::flat_buffer buffer;
+            while (!broken_) {
+                buffer.clear();
+                co_await ws_.async_read(buffer, use_ec(ec));
+                if (ec) {
+                    // Closed by the client, idle timeout, a too-big message (Beast closes with
+                    // 1009), or the server stopping: all end the connection quietly.
+                    if (ec != websocket::error::closed && ec != asio::error::operation_aborted && ec != beast::error::timeout) {
+                        spdlog::debug("websocket read ended: {}", ec.message());
+                    }
+                    break;
                 }
-                break;
+                metrics_.messages.inc();
+                const bool binary = ws_.got_binary();
+                const auto data = buffer.cdata();
+                message m;
+                try {
+                    m = parse_message(std::string_view(static_cast<const char*>(data.data()), data.size()), binary);
+                } catch (const std::exception& e) {
+                    // Whatever a frame holds, its failure is its own answer (issue 13), never the session's end.
+                    spdlog::debug("websocket message refused: {}", e.what());
+                    m = message{};
+                    m.error = "the message cannot be read";
+                }
+                if (!m.error.empty()) {
+                    metrics_.rejected.inc();
+                    enqueue(render_answer(m.id, problem(http::status::bad_request, "invalid-message", "Invalid message",
+                                                        m.error, m.error_field.empty() ? std::nullopt
+                                                                                       : std::optional<std::string_view>(m.error_field)),
+                                          binary),
+                            binary);
+                    continue;
+                }
+                if (stopping_) {
+                    metrics_.rejected.inc();
+                    auto res = problem(http::status::service_unavailable, "shutting-down", "Shutting down",
+                                       "cairnd is stopping; send this request again after reconnecting");
+                    res.set(http::field::retry_after, "1");
+                    enqueue(render_answer(m.id, res, binary), binary);
+                    continue;
+                }
+                if (in_flight_ >= lim_.ws_in_flight_max) {
+                    metrics_.rejected.inc();
+                    auto res = problem(http::status::too_many_requests, "too-many-in-flight", "Too many requests in flight",
+                                       "this connection already has " + std::to_string(lim_.ws_in_flight_max) +
+                                           " requests running (limits.ws_in_flight_max); wait for answers before sending more");
+                    res.set(http::field::retry_after, "1");
+                    enqueue(render_answer(m.id, res, binary), binary);
+                    continue;
+                }
+                ++in_flight_;
+                asio::co_spawn(ex, async_handle(std::move(m), binary), core::log_task_end{"websocket request"});
             }
-            metrics_.messages.inc();
-            const bool binary = ws_.got_binary();
-            const auto data = buffer.cdata();
-            message m = parse_message(std::string_view(static_cast<const char*>(data.data()), data.size()), binary);
-            if (!m.error.empty()) {
-                metrics_.rejected.inc();
-                enqueue(render_answer(m.id, problem(http::status::bad_request, "invalid-message", "Invalid message",
-                                                    m.error, m.error_field.empty() ? std::nullopt
-                                                                                   : std::optional<std::string_view>(m.error_field)),
-                                      binary),
-                        binary);
-                continue;
-            }
-            if (in_flight_ >= lim_.ws_in_flight_max) {
-                metrics_.rejected.inc();
-                auto res = problem(http::status::too_many_requests, "too-many-in-flight", "Too many requests in flight",
-                                   "this connection already has " + std::to_string(lim_.ws_in_flight_max) +
-                                       " requests running (limits.ws_in_flight_max); wait for answers before sending more");
-                res.set(http::field::retry_after, "1");
-                enqueue(render_answer(m.id, res, binary), binary);
-                continue;
-            }
-            ++in_flight_;
-            asio::co_spawn(ex, async_handle(std::move(m), binary), core::log_task_end{"websocket request"});
+        } catch (const std::exception& e) {
+            spdlog::warn("websocket session ended by an error: {}", e.what());
+            beast::get_lowest_layer(ws_).cancel();  // A write in progress ends soon.
         }
+
         broken_ = true;
         // Requests still running hold references to this session: wait for them (each ends
         // within its own deadline), and for the writer.
@@ -250,7 +312,7 @@ public:
             co_await idle_->async_wait(use_ec(ec));
         }
         metrics_.connections.add(-1);
-        if (ws_.is_open()) {
+        if (ws_.is_open() && !close_sent_) {
             ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
             co_await ws_.async_close(websocket::close_code::normal, use_ec(ec));
         }
@@ -258,20 +320,52 @@ public:
 
 private:
     asio::awaitable<void> async_handle(message m, bool binary) {
-        request req{m.method, m.path, 11};
-        req.set(http::field::host, "websocket");
-        if (!m.body.empty()) req.set(http::field::content_type, "application/json");
-        if (!m.idempotency_key.empty()) req.set("Idempotency-Key", m.idempotency_key);
-        req.body() = std::move(m.body);
-        req.prepare_payload();
-        response res = co_await router_.async_route(req, role_);
-        enqueue(render_answer(m.id, res, binary), binary);
+        // No exception leaves a request: it becomes this request's answer (issue 13). The session
+        // waits for every request before it ends, so `this` outlives this coroutine either way.
+        std::string answer;
+        try {
+            request req{m.method, m.path, 11};
+            req.set(http::field::host, "websocket");
+            if (!m.body.empty()) req.set(http::field::content_type, "application/json");
+            if (!m.idempotency_key.empty()) req.set("Idempotency-Key", m.idempotency_key);
+            req.body() = std::move(m.body);
+            req.prepare_payload();
+            response res = co_await router_.async_route(req, role_);
+            answer = render_answer(m.id, res, binary);
+        } catch (const std::exception& e) {
+            spdlog::warn("websocket request failed: {}", e.what());
+            answer = render_answer(m.id, problem(http::status::internal_server_error, "internal-error", "Internal error",
+                                                 "the request failed inside cairnd; it was not applied unless its ack came"),
+                                   binary);
+        }
+        enqueue(std::move(answer), binary);
         --in_flight_;
+        if (broken_) idle_->cancel();
+        close_when_quiet();
+    }
+
+    // While stopping: once no request runs and nothing is being written, sends the close frame
+    // (once). The close is a write, so it waits for the writer.
+    void close_when_quiet() {
+        if (!stopping_ || close_sent_ || broken_ || in_flight_ > 0 || writing_) return;
+        close_sent_ = true;
+        writing_ = true;
+        asio::co_spawn(ws_.get_executor(), async_close_going_away(), core::log_task_end{"websocket close"});
+    }
+
+    asio::awaitable<void> async_close_going_away() {
+        error_code ec;
+        co_await ws_.async_close(websocket::close_code::going_away, use_ec(ec));
+        if (ec) {
+            broken_ = true;
+            beast::get_lowest_layer(ws_).cancel();
+        }
+        writing_ = false;
         if (broken_) idle_->cancel();
     }
 
     void enqueue(std::string frame, bool binary) {
-        if (broken_) return;
+        if (broken_ || close_sent_) return;
         if (queue_.size() >= answers_queued_max) {
             spdlog::warn("websocket client reads too slowly ({} answers queued); closing", queue_.size());
             broken_ = true;
@@ -300,6 +394,7 @@ private:
         queue_.clear();
         writing_ = false;
         if (broken_) idle_->cancel();
+        close_when_quiet();
     }
 
     websocket::stream<beast::tcp_stream&> ws_;
@@ -312,6 +407,8 @@ private:
     std::size_t in_flight_ = 0;
     bool writing_ = false;
     bool broken_ = false;
+    bool stopping_ = false;    // the server stops: new requests are answered 503
+    bool close_sent_ = false;  // our close frame is out (or going): nothing more is written
 };
 
 }  // namespace
@@ -321,7 +418,8 @@ upgrade_handler make_ws_handler(const router& r, const core::limits& lim, core::
         metrics.add_counter("cairn_ws_messages_total", "WebSocket request messages received", {}),
         metrics.add_counter("cairn_ws_rejected_total", "WebSocket messages answered 400 or 429 without routing", {}),
         metrics.add_gauge("cairn_ws_connections", "Open WebSocket connections", {})});
-    return [&r, lim, m](beast::tcp_stream& stream, request req, core::role role) -> asio::awaitable<void> {
+    return [&r, lim, m](beast::tcp_stream& stream, request req, core::role role,
+                        stop_notice& stop) -> asio::awaitable<void> {
         if (role == core::role::none) {
             // Tokens are configured and this upgrade carries none: refuse before upgrading.
             auto res = auth::unauthorized(req);
@@ -332,7 +430,7 @@ upgrade_handler make_ws_handler(const router& r, const core::limits& lim, core::
             co_return;
         }
         ws_session session(stream, r, lim, role, *m);
-        co_await session.async_run(std::move(req));
+        co_await session.async_run(std::move(req), stop);
     };
 }
 

@@ -142,6 +142,10 @@ asio::awaitable<void> apply_worker::async_sleep(std::chrono::milliseconds d) {
 }
 
 asio::awaitable<void> apply_worker::async_outage_backoff(const core::error_code& ec, std::string_view what) {
+    // A stop (which aborts the shard's connections) is no outage, and ends the wait: stop() posts
+    // its cancel to this strand after setting stopping_, so either this check sees it or the
+    // cancel finds the wait below.
+    if (stopping_.load()) co_return;
     if (shard_up_.exchange(false) || outage_delay_ == 0ms) {
         spdlog::warn("shard {}: {} failed: {}; writes are kept in the journal until it is back", opts_.shard, what,
                      ec.message());

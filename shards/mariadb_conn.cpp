@@ -3,6 +3,7 @@
 #include "core/assert.hpp"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -235,6 +236,9 @@ public:
 
     bool probe_idle() noexcept;
     void close() noexcept;
+    // On strand_: ends a pending wait and refuses every later operation.
+    void abort_on_strand() noexcept;
+    bool aborted_ = false;
 
 private:
     // Shared with the deadline handler, which may run after the wait it belonged to.
@@ -297,6 +301,9 @@ void mariadb_conn::impl::unwrap_socket() noexcept {
 asio::awaitable<core::result<int>> mariadb_conn::impl::async_wait_events(int status, clock_type::time_point deadline,
                                                                          bool rewrap) {
     namespace pd = asio::posix;
+    if (aborted_) {
+        co_return core::errc::shutting_down;
+    }
     const auto now = clock_type::now();
     if (now >= deadline) {
         co_return core::errc::shard_timeout;
@@ -326,7 +333,8 @@ asio::awaitable<core::result<int>> mariadb_conn::impl::async_wait_events(int sta
     if (io_events == 0) {
         co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         if (ec) {
-            co_return core::errc::shard_unavailable;  // Only close() cancels the timer.
+            // Only close() and abort() cancel the timer.
+            co_return aborted_ ? core::error_code(core::errc::shutting_down) : core::error_code(core::errc::shard_unavailable);
         }
         if (library_timeout) {
             co_return MYSQL_WAIT_TIMEOUT;
@@ -367,6 +375,9 @@ asio::awaitable<core::result<int>> mariadb_conn::impl::async_wait_events(int sta
     if (!ec) {
         co_return occurred;
     }
+    if (aborted_) {
+        co_return core::errc::shutting_down;
+    }
     if (fired && library_timeout) {
         co_return MYSQL_WAIT_TIMEOUT;
     }
@@ -387,6 +398,9 @@ asio::awaitable<core::result<void>> mariadb_conn::impl::async_drive(clock_type::
                 const auto ms = connecting ? params_.connect_timeout : params_.query_timeout;
                 co_return fail(core::errc::shard_timeout, 0,
                                "cairn deadline of " + std::to_string(ms.count()) + " ms expired");
+            }
+            if (events.error() == core::errc::shutting_down) {
+                co_return fail(core::errc::shard_unavailable, 0, "abandoned: cairnd is stopping");
             }
             co_return fail(core::errc::shard_unavailable, 0, "waiting on the socket failed: " + events.error().message());
         }
@@ -412,6 +426,9 @@ core::errc mariadb_conn::impl::fail_from_mysql() {
 
 asio::awaitable<core::result<void>> mariadb_conn::impl::async_connect_step() {
     close();
+    if (aborted_) {
+        co_return fail(core::errc::shard_unavailable, 0, "abandoned: cairnd is stopping");
+    }
     const auto deadline = clock_type::now() + params_.connect_timeout;
     mysql_ = mysql_init(nullptr);
     if (mysql_ == nullptr) {
@@ -460,6 +477,9 @@ asio::awaitable<core::result<void>> mariadb_conn::impl::async_connect_step() {
 }
 
 asio::awaitable<core::result<rows>> mariadb_conn::impl::async_statement_step(std::string_view sql, bool keep_rows) {
+    if (aborted_) {
+        co_return fail(core::errc::shard_unavailable, 0, "abandoned: cairnd is stopping");
+    }
     if (!open_) {
         co_return fail(core::errc::shard_unavailable, CR_SERVER_GONE_ERROR, "not connected");
     }
@@ -563,6 +583,9 @@ void mariadb_conn::impl::forget_prepared() noexcept {
 
 asio::awaitable<core::result<rows>> mariadb_conn::impl::async_prepared_step(std::string_view sql,
                                                                             std::span<const sql_param> params) {
+    if (aborted_) {
+        co_return fail(core::errc::shard_unavailable, 0, "abandoned: cairnd is stopping");
+    }
     if (!open_) {
         co_return fail(core::errc::shard_unavailable, CR_SERVER_GONE_ERROR, "not connected");
     }
@@ -694,6 +717,15 @@ bool mariadb_conn::impl::probe_idle() noexcept {
     return false;
 }
 
+void mariadb_conn::impl::abort_on_strand() noexcept {
+    aborted_ = true;
+    // A pending wait ends with operation_aborted, seen as shutting_down above; the operation
+    // then closes the connection. Without one, the next operation is refused at its start.
+    boost::system::error_code ignored;
+    if (socket_.is_open()) socket_.cancel(ignored);
+    timer_.cancel();
+}
+
 void mariadb_conn::impl::close() noexcept {
     unwrap_socket();
     if (mysql_ != nullptr) {
@@ -715,7 +747,7 @@ void mariadb_conn::impl::close() noexcept {
 // ------------------------------------------------------------------------- public wrappers
 
 mariadb_conn::mariadb_conn(asio::any_io_executor ex, conn_params p)
-    : impl_(std::make_unique<impl>(std::move(ex), std::move(p))) {}
+    : impl_(std::make_shared<impl>(std::move(ex), std::move(p))) {}
 
 mariadb_conn::~mariadb_conn() = default;
 
@@ -781,6 +813,11 @@ std::uint64_t mariadb_conn::connection_id() const noexcept { return impl_->conne
 bool mariadb_conn::is_open() const noexcept { return impl_->open_; }
 bool mariadb_conn::probe_idle() noexcept { return impl_->probe_idle(); }
 void mariadb_conn::close() noexcept { impl_->close(); }
+void mariadb_conn::abort() noexcept {
+    asio::post(impl_->strand_, [weak = std::weak_ptr<impl>(impl_)] {
+        if (auto self = weak.lock()) self->abort_on_strand();
+    });
+}
 unsigned mariadb_conn::last_errno() const noexcept { return impl_->last_errno_; }
 const std::string& mariadb_conn::last_error() const noexcept { return impl_->last_error_; }
 const conn_params& mariadb_conn::params() const noexcept { return impl_->params_; }

@@ -132,6 +132,13 @@ public:
     // operations close the connection themselves on timeout and loss).
     void close() noexcept;
 
+    // Ends the operation in flight, if any, and every later one, with shard_unavailable (last_error
+    // says why): the connection is closed. For a stop that must not wait out query_timeout on a
+    // stalled shard. Any thread, also while an operation is in flight; it takes effect on the
+    // connection's strand, soon after. Abandoning a statement is safe for cairn: the server rolls
+    // back an open transaction, and an apply that committed is applied again (idempotently).
+    void abort() noexcept;
+
     // The error number (server ER_* or client CR_*; 0 for a cairn deadline) and message of
     // the last failure.
     unsigned last_errno() const noexcept;
@@ -143,7 +150,7 @@ private:
     class impl;
     boost::asio::awaitable<core::result<rows>> async_run_statement(std::string_view sql, bool keep_rows);
     boost::asio::awaitable<core::result<rows>> async_run_prepared(std::string_view sql, std::span<const sql_param> params);
-    std::unique_ptr<impl> impl_;
+    std::shared_ptr<impl> impl_;  // shared only with a pending abort()
 };
 
 }  // namespace cairn::shards

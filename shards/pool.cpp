@@ -9,6 +9,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <deque>
+#include <unordered_set>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -59,6 +60,9 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
     std::deque<std::shared_ptr<waiter>> waiters;      // FIFO
     std::uint64_t generation = 0;
     bool closed = false;
+    // Connections held by leases or being connected, for shutdown()'s abort. A connection is
+    // in it exactly while something outside the pool may run an operation on it.
+    std::unordered_set<mariadb_conn*> busy;
 
     // A slot if one is free: the most recently used idle connection that is still alive, or
     // an empty slot if the pool has room. Dead idle connections found on the way are dropped.
@@ -68,6 +72,7 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
             idle.pop_back();
             if (c->probe_idle()) {
                 ++in_use;
+                busy.insert(c.get());
                 return lease(shared_from_this(), std::move(c), generation);
             }
         }
@@ -85,6 +90,7 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
         {
             std::lock_guard lock(mutex_);
             CAIRN_ASSERT(in_use > 0);
+            if (c != nullptr) busy.erase(c.get());
             const bool keep = c != nullptr && c->is_open() && !closed && lease_generation == generation;
             if (!keep && c != nullptr) {
                 c->close();
@@ -96,6 +102,7 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
                 waiters.pop_front();
                 next->done = true;
                 next->timer->cancel();
+                if (c != nullptr) busy.insert(c.get());
                 grant.emplace(handoff{{}, lease(shared_from_this(), std::move(c), generation)});
             } else {
                 --in_use;
@@ -149,11 +156,15 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
             asio::use_awaitable);
     }
 
-    void close(bool for_good) {
+    void close(bool for_good, bool abort_busy = false) {
         std::vector<std::unique_ptr<mariadb_conn>> drop;
         std::deque<std::shared_ptr<waiter>> fail;
         {
             std::lock_guard lock(mutex_);
+            // Under the mutex: a busy connection is not destroyed before it leaves `busy`.
+            if (abort_busy) {
+                for (mariadb_conn* c : busy) c->abort();
+            }
             ++generation;
             drop.swap(idle);
             if (for_good) {
@@ -246,11 +257,18 @@ asio::awaitable<core::result<lease>> pool::async_acquire() {
     }
     if (!slot->conn_) {
         auto c = std::make_unique<mariadb_conn>(st->ex, st->params);
+        {
+            std::lock_guard lock(st->mutex_);
+            if (st->closed) co_return core::errc::shutting_down;  // `slot` frees its place.
+            st->busy.insert(c.get());
+        }
         auto r = co_await c->async_connect();
         if (!r) {
+            std::lock_guard lock(st->mutex_);
+            st->busy.erase(c.get());
             co_return r.error();  // `slot` frees its place on the way out.
         }
-        slot->conn_ = std::move(c);
+        slot->conn_ = std::move(c);  // Still busy: the lease gives it back.
     }
     co_return std::move(*slot);
 }
@@ -273,5 +291,7 @@ std::size_t pool::waiting() const {
 std::size_t pool::size_max() const noexcept { return state_->size_max; }
 
 void pool::close_all() { state_->close(false); }
+
+void pool::shutdown() { state_->close(true, true); }
 
 }  // namespace cairn::shards

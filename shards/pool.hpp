@@ -79,6 +79,12 @@ public:
     // a failover). The pool stays usable: later acquires connect afresh.
     void close_all();
 
+    // For a stop: closes the pool for good (as its destructor does: idle connections closed,
+    // waiting and later acquires fail with shutting_down) and aborts every leased connection's
+    // operation in flight, connects included (mariadb_conn::abort), so that no caller waits out
+    // query_timeout on a stalled shard. Any thread; calling it again does nothing more.
+    void shutdown();
+
 private:
     std::shared_ptr<detail::pool_state> state_;
 };

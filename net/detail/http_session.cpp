@@ -269,7 +269,11 @@ http_session::~http_session() {
 }
 
 void http_session::close_if_idle() {
-    if (idle_) close();
+    if (upgraded_) {
+        stop_notice_.notify();
+    } else if (idle_) {
+        close();
+    }
 }
 
 void http_session::close() { stream_.close(); }
@@ -339,7 +343,10 @@ asio::awaitable<void> http_session::async_serve() {
                    router::split_target(to_string_view(req.target())).first == http_server::upgrade_path) {
             if (server_->upgrade) {
                 stream_.expires_never();
-                co_await server_->upgrade(stream_, std::move(req), role.value());
+                upgraded_ = true;
+                // A stop that came while this request was read reaches the handler at once.
+                if (server_->stopping.load(std::memory_order_acquire)) stop_notice_.notify();
+                co_await server_->upgrade(stream_, std::move(req), role.value(), stop_notice_);
                 co_return;
             }
             res = problem(http::status::not_found, "not-found", "Not Found", "WebSocket is not available yet",

@@ -82,7 +82,8 @@ public:
     boost::asio::any_io_executor get_executor() { return stream_.get_executor(); }
 
     // On the session's strand: closes the connection if it waits for a request that has not
-    // begun (stop() of the server), or unconditionally.
+    // begun, or tells an upgraded connection's handler (stop() of the server); or closes it
+    // unconditionally.
     void close_if_idle();
     void close();
 
@@ -97,6 +98,8 @@ private:
     boost::beast::tcp_stream stream_;
     boost::beast::flat_buffer buffer_;
     bool idle_ = false;
+    bool upgraded_ = false;
+    stop_notice stop_notice_;               // for the upgrade handler
     bool registered_ = false;               // guarded by server_->mu
     server_state::session_list::iterator self_it_;  // guarded by server_->mu
 };

@@ -39,6 +39,20 @@ std::size_t utf8_sequence_length(std::string_view s) {
 
 }  // namespace
 
+bool is_valid_utf8(std::string_view v) noexcept {
+    std::size_t i = 0;
+    while (i < v.size()) {
+        if (static_cast<unsigned char>(v[i]) < 0x80) {
+            ++i;
+            continue;
+        }
+        const std::size_t n = utf8_sequence_length(v.substr(i));
+        if (n == 0) return false;
+        i += n;
+    }
+    return true;
+}
+
 void append_json_string(std::string& out, std::string_view v) {
     out.reserve(out.size() + v.size() + 2);
     out += '"';

@@ -144,6 +144,50 @@ TEST(ws_api, bad_messages_get_an_error_each_and_the_connection_goes_on) {
     for (const auto& s : ready["body"]["checks"]["shards"]) EXPECT_EQ(s["applied_seq"], 0) << ready.dump();
 }
 
+// issue 13: a msgpack frame whose body or path string is not UTF-8, sent while the same connection
+// has requests in flight, used to throw out of the session while those requests still used it
+// (a heap-use-after-free, and cairnd aborted). Now it is that request's 400 and nothing else.
+TEST(ws_api, issue_13_a_msgpack_frame_with_invalid_utf8_is_its_own_error_while_requests_are_in_flight) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    auto o = options("cairn_e2e_ws_utf8");
+    o.apply_toml = "paused = true";
+    cairnd_process gw(o);
+    ASSERT_TRUE(gw.start()) << gw.log_tail();
+    auto w = http_post(gw.port(), "/v1/graphs/g/edges", R"({"source_id": 1, "destination_id": 2})");
+    ASSERT_TRUE(w);
+    ASSERT_EQ(w->status, 202);
+    ws_client ws(gw.port());
+    ASSERT_TRUE(ws.connect());
+    // Three reads wait on the unapplied write (apply is paused): in flight while the bad frames come.
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_TRUE(ws.send_text(json{{"id", i}, {"path", "/v1/graphs/g/edges/1/2?after=1&timeout_ms=500"}}.dump()));
+    }
+    const std::string bad = "\xff\xfe bad";
+    ASSERT_TRUE(ws.send_binary(to_msgpack(json{{"id", 10}, {"method", "POST"}, {"path", "/v1/graphs/g/edges"}, {"body", bad}})));
+    ASSERT_TRUE(ws.send_binary(to_msgpack(json{{"id", 11}, {"path", "/v1/graphs/g/edges/1/" + bad}})));
+    ASSERT_TRUE(ws.send_binary(to_msgpack(json{{"id", 12}, {"path", "/livez"}, {"body", json{{bad, 1}}}})));
+    std::map<int, int> status_of;
+    for (int i = 0; i < 6; ++i) {
+        auto f = ws.read();
+        ASSERT_TRUE(f) << "answer " << i << ": " << f.error().message() << "\n" << gw.log_tail();
+        const json a = from_frame(f.value());
+        status_of[a["id"].get<int>()] = a["status"].get<int>();
+        if (a["id"].get<int>() >= 10) {
+            EXPECT_EQ(a["body"]["type"], "https://cairn.dev/problems/invalid-message") << a.dump();
+        }
+    }
+    EXPECT_EQ(status_of, (std::map<int, int>{{0, 504}, {1, 504}, {2, 504}, {10, 400}, {11, 400}, {12, 400}}));
+    // The connection and the server go on.
+    ASSERT_TRUE(ws.send_text(R"({"id": 13, "path": "/livez"})"));
+    auto f = ws.read();
+    ASSERT_TRUE(f);
+    EXPECT_EQ(json::parse(f.value().data)["status"], 200);
+    auto live = http_get(gw.port(), "/livez");
+    ASSERT_TRUE(live);
+    EXPECT_EQ(live->status, 200);
+    EXPECT_EQ(gw.terminate(), 0) << gw.log_tail();
+}
+
 TEST(ws_api, limits_in_flight_message_size_and_idle) {
     CAIRN_REQUIRE_SHARDS(2u);
     auto o = options("cairn_e2e_ws_limits", "[limits]\nws_in_flight_max = 4\nbody_bytes_max = 2048\ntimeout_idle_ms = 800\n");

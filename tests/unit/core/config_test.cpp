@@ -86,6 +86,20 @@ TEST(config, read_limits_have_defaults_and_bounds) {
     EXPECT_NE(bad.error().find("limits.page_limit_max"), std::string::npos) << bad.error();
 }
 
+TEST(config, the_stop_has_a_drain_and_a_larger_last_resort_timeout) {
+    auto d = parse_config("");
+    ASSERT_TRUE(d.has_value()) << d.error();
+    EXPECT_EQ(d.value().lim.stop_drain, std::chrono::milliseconds(2'000));
+    EXPECT_EQ(d.value().lim.stop_timeout, std::chrono::milliseconds(6'000));
+    auto c = parse_config("[limits]\nstop_drain_ms = 0\nstop_timeout_ms = 1500\n");
+    ASSERT_TRUE(c.has_value()) << c.error();
+    EXPECT_EQ(c.value().lim.stop_drain, std::chrono::milliseconds(0));
+    EXPECT_EQ(c.value().lim.stop_timeout, std::chrono::milliseconds(1'500));
+    auto bad = parse_config("[limits]\nstop_drain_ms = 3000\nstop_timeout_ms = 3000\n");
+    ASSERT_FALSE(bad.has_value());
+    EXPECT_NE(bad.error().find("limits.stop_timeout_ms"), std::string::npos) << bad.error();
+}
+
 TEST(config, combined_point_reads_run_one_query_per_shard_unless_configured) {
     auto d = parse_config("");
     ASSERT_TRUE(d.has_value()) << d.error();

@@ -489,7 +489,7 @@ TEST_F(http_server_test, websocket_upgrade_goes_to_the_hook_with_the_callers_rol
     std::atomic<int> seen_role{0};
     srv_->start(2, [&](http_server& server) {
         server.set_upgrade_handler(
-            [&](boost::beast::tcp_stream& stream, request req, core::role role) -> asio::awaitable<void> {
+            [&](boost::beast::tcp_stream& stream, request req, core::role role, stop_notice&) -> asio::awaitable<void> {
                 seen_role = static_cast<int>(role);
                 ++calls;
                 EXPECT_EQ(to_string_view(req.target()), "/v1/ws?x=1");

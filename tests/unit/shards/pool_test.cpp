@@ -404,6 +404,56 @@ TEST(pool, close_all_retires_idle_and_leased_connections) {
     }(shard));
 }
 
+// issue 19: a stop must not wait out query_timeout on a stalled shard.
+TEST(pool, shutdown_aborts_a_statement_in_flight_and_refuses_later_acquires) {
+    CAIRN_REQUIRE_SHARD(shard);
+    run([](conn_params params) -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        params.query_timeout = 30s;
+        pool p(ex, params, 2, 1000ms);
+        auto l = co_await p.async_acquire();
+        CO_REQUIRE(l);
+        // Shut the pool down once the statement is surely on the server.
+        asio::steady_timer later(ex, 200ms);
+        later.async_wait([&p](const boost::system::error_code&) { p.shutdown(); });
+        const auto t0 = clock_type::now();
+        auto r = co_await l.value()->async_query("SELECT SLEEP(20)");
+        CO_REQUIRE(!r);
+        EXPECT_EQ(r.error(), core::errc::shard_unavailable);
+        EXPECT_NE(l.value()->last_error().find("stopping"), std::string::npos) << l.value()->last_error();
+        EXPECT_LT(clock_type::now() - t0, 5s);
+        EXPECT_FALSE(l.value()->is_open());
+        l.value().reset();
+        EXPECT_EQ(p.in_use(), 0u);
+        EXPECT_EQ(p.idle(), 0u);
+        auto again = co_await p.async_acquire();
+        CO_REQUIRE(!again);
+        EXPECT_EQ(again.error(), core::errc::shutting_down);
+    }(shard));
+}
+
+TEST(pool, shutdown_aborts_a_connect_to_a_server_that_never_answers) {
+    run([]() -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        // A listener that accepts (the kernel does, from its backlog) but never sends the
+        // server's greeting: the handshake hangs, as on a stalled shard.
+        asio::ip::tcp::acceptor silent(ex, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+        conn_params params;
+        params.port = silent.local_endpoint().port();
+        params.user = "cairn";
+        params.connect_timeout = 30s;
+        pool p(ex, params, 1, 1000ms);
+        asio::steady_timer later(ex, 200ms);
+        later.async_wait([&p](const boost::system::error_code&) { p.shutdown(); });
+        const auto t0 = clock_type::now();
+        auto l = co_await p.async_acquire();
+        CO_REQUIRE(!l);
+        EXPECT_EQ(l.error(), core::errc::shard_unavailable);
+        EXPECT_LT(clock_type::now() - t0, 5s);
+        EXPECT_EQ(p.in_use(), 0u);
+    }());
+}
+
 TEST(pool, connect_failure_frees_the_slot) {
     run([]() -> asio::awaitable<void> {
         auto ex = co_await asio::this_coro::executor;

@@ -1,0 +1,41 @@
+// A TCP forwarder on 127.0.0.1 in front of a real server (a shard), for fault tests: it passes
+// bytes both ways until freeze(); then it keeps every connection open, accepts new ones and moves
+// nothing, like a stalled server (connects hang in the handshake, statements in flight never
+// answer), until thaw(). One thread of its own; the methods are thread-safe. Tests only.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <thread>
+
+namespace cairn::test {
+
+class tcp_proxy {
+public:
+    tcp_proxy(std::string target_host, std::uint16_t target_port);
+    ~tcp_proxy();  // Closes every connection.
+    tcp_proxy(const tcp_proxy&) = delete;
+    tcp_proxy& operator=(const tcp_proxy&) = delete;
+
+    std::uint16_t port() const noexcept { return port_; }
+    void freeze() noexcept { frozen_ = true; }
+    void thaw() noexcept { frozen_ = false; }
+    bool frozen() const noexcept { return frozen_; }
+    // Connections accepted so far.
+    std::uint64_t accepted() const noexcept { return accepted_; }
+
+private:
+    void run();
+
+    std::string host_;
+    std::uint16_t target_port_;
+    int listen_fd_ = -1;
+    std::uint16_t port_ = 0;
+    std::atomic<bool> frozen_{false};
+    std::atomic<bool> stop_{false};
+    std::atomic<std::uint64_t> accepted_{0};
+    std::thread thread_;
+};
+
+}  // namespace cairn::test
