@@ -475,24 +475,42 @@ std::string progress_line(const json& p) {
                        p["rate_rows_per_s"].get<double>(), eta, str(p["rows_added"]), str(p["rows_removed"]));
 }
 
-// Shows a cleaner run until it ends (watch) or once: a bar redrawn on a terminal, plain lines
-// every 2 s otherwise, on stderr; the final state on stdout (JSON with --json).
-int show_cleaner(const settings& s, const std::string& name, bool watch) {
+// Shows a cleaner run (run: "clean") or a verify run ("verify") until it ends (watch) or once: a
+// bar redrawn on a terminal, plain lines every 2 s otherwise, on stderr; the final state, and a
+// verify run's report, on stdout (JSON with --json).
+int show_cleaner(const settings& s, const std::string& name, bool watch, std::string_view run = "clean") {
     progress bar_line;
-    json p = call(s, "GET", fmt::format("/v1/indexes/{}/clean", encode(name)));
+    const auto path = fmt::format("/v1/indexes/{}/{}", encode(name), run);
+    json p = call(s, "GET", path);
     while (watch && p["state"] == "running") {
         bar_line.show(progress_line(p));
         std::this_thread::sleep_for(std::chrono::milliseconds(250));
-        p = call(s, "GET", fmt::format("/v1/indexes/{}/clean", encode(name)));
+        p = call(s, "GET", path);
     }
     bar_line.end();
+    const bool verify = p.contains("mode");
     if (s.json_out) {
         print_json(p);
     } else {
         std::cout << progress_line(p) << "\n" << fmt::format("state: {}{}\n", str(p["state"]),
                                                            p["error"].is_null() ? std::string() : " (" + str(p["error"]) + ")");
+        if (verify) {
+            const bool repaired = p["mode"] == "repair";
+            std::cout << fmt::format("missing rows: {}{}, stale rows: {}{}\n", str(p["missing"]), repaired ? " (written)" : "",
+                                     str(p["stale"]), repaired ? " (tombstoned)" : "");
+            std::vector<std::vector<std::string>> rows;
+            for (const auto& sh : p["shards"]) rows.push_back({str(sh["shard"]), str(sh["missing"]), str(sh["stale"])});
+            print_table({"SHARD", "MISSING", "STALE"}, rows);
+            for (const auto& e : p["examples"]["missing"]) std::cout << "  missing: " << str(e) << "\n";
+            for (const auto& e : p["examples"]["stale"]) std::cout << "  stale: " << str(e) << "\n";
+        }
     }
-    return p["state"] == "failed" ? exit_refused : exit_ok;
+    if (p["state"] == "failed") return exit_refused;
+    if (verify && p["state"] == "done" && p["mode"] == "verify" &&
+        (p["missing"].get<std::uint64_t>() > 0 || p["stale"].get<std::uint64_t>() > 0)) {
+        return exit_index_differs;
+    }
+    return exit_ok;
 }
 
 // kind: an entity index; table and column: a cell index (CLI11 allows one or the other).
@@ -548,6 +566,13 @@ int cmd_index_drop(const settings& s, const std::string& name, bool yes) {
     if (s.json_out) print_json(r);
     else std::cout << "dropped index " << name << "\n";
     return exit_ok;
+}
+
+int cmd_index_verify(const settings& s, const std::string& name, std::optional<unsigned> rate, bool repair, bool no_wait) {
+    std::string q = repair ? "?repair=true" : "";
+    if (rate) q += fmt::format("{}rate={}", q.empty() ? "?" : "&", *rate);
+    call(s, "POST", fmt::format("/v1/indexes/{}/verify{}", encode(name), q));
+    return show_cleaner(s, name, !no_wait, "verify");
 }
 
 int cmd_index_clean(const settings& s, const std::string& name, std::optional<unsigned> rate, bool no_wait) {
@@ -857,7 +882,27 @@ int main(int argc, char** argv) {
     index_clean->add_option("--rate", clean_rate, "rows per second at most (default 20000)")->check(CLI::Range(1u, 10'000'000u));
     index_clean->add_flag("--no-wait", index_no_wait, "start it and return");
     index_clean->callback([&] { run = [&] { return cmd_index_clean(s, index_name, clean_rate, index_no_wait); }; });
+    bool verify_repair = false;
+    auto* index_verify = index->add_subcommand(
+        "verify",
+        "Compare an index with its entities (or cells), shard by shard, and report the rows that are\n"
+        "missing (an object whose row is absent) and stale (a live row whose object now has other values\n"
+        "or is deleted), with counts per shard and examples. --repair also writes the missing rows and\n"
+        "tombstones the stale ones (the cleaner's commutative writes). It first waits until every shard has\n"
+        "applied what was journaled when it started. Exit code 7 when differences were found and not\n"
+        "repaired.\n\n"
+        "Examples:\n"
+        "  cairn index verify entries_by_user\n"
+        "  cairn index verify entries_by_user --repair --rate 5000\n"
+        "  cairn index verify entries_by_user --json | jq .missing");
+    index_verify->add_option("name", index_name, "the index")->required();
+    index_verify->add_flag("--repair", verify_repair, "write the missing rows and tombstone the stale ones");
+    index_verify->add_option("--rate", clean_rate, "rows per second at most (default 20000)")->check(CLI::Range(1u, 10'000'000u));
+    index_verify->add_flag("--no-wait", index_no_wait, "start it and return (see: cairn index status NAME --verify)");
+    index_verify->callback(
+        [&] { run = [&] { return cmd_index_verify(s, index_name, clean_rate, verify_repair, index_no_wait); }; });
     bool index_watch = false;
+    bool status_verify = false;
     auto* index_status = index->add_subcommand("status",
                                                "The cleaner's progress on this gateway: rows scanned of the total, rate,\n"
                                                "time left; --watch redraws it until the run ends.\n\n"
@@ -867,7 +912,9 @@ int main(int argc, char** argv) {
                                                "  cairn index status entries_by_user --json | jq .eta_s");
     index_status->add_option("name", index_name, "the index")->required();
     index_status->add_flag("-w,--watch", index_watch, "redraw until the run ends");
-    index_status->callback([&] { run = [&] { return show_cleaner(s, index_name, index_watch); }; });
+    index_status->add_flag("--verify", status_verify, "the latest verify run instead of the cleaner");
+    index_status->callback(
+        [&] { run = [&] { return show_cleaner(s, index_name, index_watch, status_verify ? "verify" : "clean"); }; });
 
     try {
         app.parse(argc, argv);

@@ -80,6 +80,10 @@ asio::awaitable<response> async_post_cells(gateway& gw, route_context& ctx) {
     const auto& req = ctx.req;
     const std::string table(ctx.params.get("table").value_or(""));
     if (auto p = check_table(gw, req, table)) co_return std::move(*p);
+    // Held until the ops are journaled: a new index's back-fill waits for writes that computed
+    // their entries without it (index_registry::async_write_barrier).
+    index_registry::write_ticket ticket;
+    if (gw.indexes) ticket = gw.indexes->enter_write();
     const auto indexes = gw.indexes ? gw.indexes->of_cell_table(table) : std::vector<core::index_def>{};
     auto parsed = parse_cell_writes(cells_of(gw), table, req.body(), gw.clock, gw.lim.batch_ops_max, indexes);
     if (auto* err = std::get_if<input_error>(&parsed)) co_return bad_field(req, err->field, err->detail);

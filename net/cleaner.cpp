@@ -3,18 +3,24 @@
 #include "core/hlc.hpp"
 #include "core/log_task_end.hpp"
 #include "core/shard_map.hpp"
+#include "journal/journal.hpp"
+#include "net/detail/applied_wait.hpp"
 #include "net/detail/indexed_objects.hpp"
 #include "net/gateway.hpp"
+#include "net/index_registry.hpp"
 #include "shards/index_store.hpp"
 #include "shards/pool.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <spdlog/spdlog.h>
 
 namespace cairn::net {
@@ -23,8 +29,18 @@ namespace {
 namespace asio = boost::asio;
 
 constexpr std::size_t page_rows = 500;
+constexpr std::size_t examples_max = 10;
 
 }  // namespace
+
+std::string_view cleaner_mode_name(cleaner_mode m) noexcept {
+    switch (m) {
+        case cleaner_mode::clean: return "clean";
+        case cleaner_mode::verify: return "verify";
+        case cleaner_mode::repair: return "repair";
+    }
+    return "clean";
+}
 
 struct cleaner::job {
     core::index_def def;
@@ -50,9 +66,9 @@ cleaner::cleaner(asio::any_io_executor ex, gateway& gw, core::registry& metrics)
 
 cleaner::~cleaner() { stop(); }
 
-bool cleaner::start(const core::index_def& def, std::size_t rows_per_s) {
+bool cleaner::start(const core::index_def& def, std::size_t rows_per_s, cleaner_mode mode) {
     std::lock_guard lock(mu_);
-    auto& slot = jobs_[def.name];
+    auto& slot = jobs_[{def.name, mode != cleaner_mode::clean}];
     if (slot) {
         std::lock_guard jl(slot->mu);
         if (slot->p.state == "running") return false;
@@ -61,22 +77,26 @@ bool cleaner::start(const core::index_def& def, std::size_t rows_per_s) {
     j->def = def;
     j->rows_per_s = std::max<std::size_t>(rows_per_s, 1);
     j->p.index = def.name;
+    j->p.mode = mode;
+    if (mode != cleaner_mode::clean) j->p.shards.resize(gw_.map.size());
     j->p.started_ms = core::system_wall_clock_ms();
     j->p.rows_per_s = j->rows_per_s;
     const core::labels l{{"index", def.name}};
-    j->g_scanned = &metrics_.add_gauge("cairn_cleaner_rows_scanned", "Rows the index's latest cleaner run read so far", l);
-    j->g_total = &metrics_.add_gauge("cairn_cleaner_rows_total", "Rows the index's latest cleaner run has to read", l);
+    const core::labels lm{{"index", def.name}, {"mode", mode == cleaner_mode::clean ? "clean" : "verify"}};
+    j->g_scanned = &metrics_.add_gauge("cairn_cleaner_rows_scanned", "Rows the index's latest cleaner run read so far", lm);
+    j->g_total = &metrics_.add_gauge("cairn_cleaner_rows_total", "Rows the index's latest cleaner run has to read", lm);
     j->c_added = &metrics_.add_counter("cairn_cleaner_rows_added_total", "Missing index rows the cleaner wrote", l);
     j->c_removed = &metrics_.add_counter("cairn_cleaner_rows_removed_total", "Stale index rows the cleaner tombstoned", l);
     j->g_scanned->set(0);
     slot = j;
-    asio::co_spawn(ex_, async_run(j), core::log_task_end("cleaner " + def.name));
+    // On a strand of its own: waiting for applied seqs needs one (net/detail/applied_wait.hpp).
+    asio::co_spawn(asio::make_strand(ex_), async_run(j), core::log_task_end("cleaner " + def.name));
     return true;
 }
 
-std::optional<cleaner_progress> cleaner::progress(const std::string& index) const {
+std::optional<cleaner_progress> cleaner::progress(const std::string& index, bool verify) const {
     std::lock_guard lock(mu_);
-    const auto it = jobs_.find(index);
+    const auto it = jobs_.find({index, verify});
     if (it == jobs_.end()) return std::nullopt;
     std::lock_guard jl(it->second->mu);
     return it->second->p;
@@ -111,6 +131,30 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
     const auto shards = gw_.map.size();
 
     const std::string objects = def.on_cells() ? "cells" : "entities";
+    const bool checking = j->p.mode != cleaner_mode::clean;  // p.mode never changes: read without the lock
+    const bool writing = j->p.mode != cleaner_mode::verify;
+
+    // Phase 0: catch up. An op journaled before the index was in this gateway's registry carries
+    // no entry for it; if it were applied after the walk below had passed its object, neither
+    // would write its row. So: wait until every write that read the definitions before this run
+    // began is journaled, then until every shard has applied the journal up to there. Every op
+    // journaled later carries the index's entries, and every earlier one is on the shards before
+    // the walk reads them (docs/entities.md, "Creating an index under live writes").
+    j->update([](cleaner_progress& p) { p.phase = "catch-up"; });
+    if (gw_.indexes && !co_await gw_.indexes->async_write_barrier(gw_.lim.journal_wait_max + gw_.lim.query_timeout * 2)) {
+        co_return fail("waiting for writes in flight", core::errc::shard_timeout);
+    }
+    const std::uint64_t caught_up_seq = gw_.journal.last_seq();
+    j->update([&](cleaner_progress& p) { p.catch_up_seq = caught_up_seq; });
+    {
+        std::vector<core::shard_index> all;
+        for (core::shard_index s = 0; s < shards; ++s) all.push_back(s);
+        while (!all.empty()) {
+            if (stopping_) co_return j->update([](cleaner_progress& p) { p.state = "stopped"; });
+            all = co_await detail::async_wait_applied(gw_, caught_up_seq, std::move(all), std::chrono::milliseconds(500));
+        }
+    }
+    j->update([](cleaner_progress& p) { p.phase = "backfill"; });
 
     // Phase 1: backfill. The total is the objects (entities, rows with the column) on every shard.
     std::uint64_t total = 0;
@@ -144,6 +188,31 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
             }
             std::uint64_t added = 0;
             for (auto& [target, target_rows] : rows) {
+                if (checking) {
+                    // Keep only the rows that are not there: absent, or a tombstone no newer than the
+                    // object (a newer one means the object changed after it was read: not missing).
+                    auto lease = co_await gw_.read_pools.at(target)->async_acquire();
+                    if (!lease) co_return fail(fmt::format("reading index rows on shard {}", target), lease.error());
+                    auto found = co_await shards::async_get_index_rows(*lease.value(), def, target_rows);
+                    if (!found) co_return fail(fmt::format("reading index rows on shard {}", target), found.error());
+                    std::erase_if(target_rows, [&](const shards::index_row& want) {
+                        return std::any_of(found.value().begin(), found.value().end(), [&](const shards::index_row& have) {
+                            return have.values == want.values && have.entity_id == want.entity_id &&
+                                   (!have.deleted || have.ts > want.ts);
+                        });
+                    });
+                    if (target_rows.empty()) continue;
+                    j->update([&](cleaner_progress& p) {
+                        p.missing += target_rows.size();
+                        p.shards.at(target).missing += target_rows.size();
+                        for (const auto& r : target_rows) {
+                            if (p.missing_examples.size() >= examples_max) break;
+                            p.missing_examples.push_back(fmt::format("{} on shard {}: no index row{}", detail::object_name(def, r.entity_id),
+                                                                     target, writing ? " (written)" : ""));
+                        }
+                    });
+                }
+                if (!writing) continue;
                 auto lease = co_await gw_.read_pools.at(target)->async_acquire();
                 if (!lease) co_return fail(fmt::format("writing index rows on shard {}", target), lease.error());
                 auto w = co_await shards::async_put_index_rows(*lease.value(), def, target_rows);
@@ -215,6 +284,19 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
                 if (now && *now == row.values) continue;
                 tombstones.push_back({row.values, row.entity_id, it->second.version, true});
             }
+            if (checking && !tombstones.empty()) {
+                j->update([&](cleaner_progress& p) {
+                    p.stale += tombstones.size();
+                    p.shards.at(s).stale += tombstones.size();
+                    for (const auto& r : tombstones) {
+                        if (p.stale_examples.size() >= examples_max) break;
+                        p.stale_examples.push_back(fmt::format("{} on shard {}: a live row for values it no longer has{}",
+                                                               detail::object_name(def, r.entity_id), s,
+                                                               writing ? " (tombstoned)" : ""));
+                    }
+                });
+            }
+            if (!writing) tombstones.clear();
             if (!tombstones.empty()) {
                 auto lease = co_await gw_.read_pools.at(s)->async_acquire();
                 if (!lease) co_return fail(fmt::format("tombstoning index rows on shard {}", s), lease.error());
@@ -236,7 +318,13 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
         p.total = p.scanned;
         p.finished_ms = core::system_wall_clock_ms();
     });
-    spdlog::info("cleaner {}: done", def.name);
+    if (checking) {
+        const auto p = *progress(def.name, true);
+        spdlog::info("index {} verified: {} missing and {} stale rows{}", def.name, p.missing, p.stale,
+                     writing ? " (repaired)" : "");
+    } else {
+        spdlog::info("cleaner {}: done", def.name);
+    }
 }
 
 }  // namespace cairn::net

@@ -82,6 +82,10 @@ asio::awaitable<response> async_write(gateway& gw, route_context& ctx, bool dele
     e.entity_kind = p.kind;
     e.id = p.id;
     e.deleted = deleted;
+    // Held until the op is journaled: a new index's back-fill waits for writes that computed
+    // their entries without it (index_registry::async_write_barrier).
+    index_registry::write_ticket ticket;
+    if (gw.indexes) ticket = gw.indexes->enter_write();
     if (!deleted) {
         simdjson::dom::element root;
         if (auto err = detail::parse_json(req.body(), root)) co_return bad_field(req, err->field, err->detail);

@@ -78,7 +78,42 @@ bool index_registry::loaded() const {
     return loaded_;
 }
 
+index_registry::write_ticket index_registry::enter_write() {
+    std::lock_guard lock(tickets_mu_);
+    ++tickets_out_[ticket_epoch_];
+    return write_ticket(this, ticket_epoch_);
+}
+
+void index_registry::write_ticket::release() noexcept {
+    if (!reg_) return;
+    std::lock_guard lock(reg_->tickets_mu_);
+    const auto it = reg_->tickets_out_.find(epoch_);
+    if (--it->second == 0) reg_->tickets_out_.erase(it);
+    reg_ = nullptr;
+}
+
+asio::awaitable<bool> index_registry::async_write_barrier(std::chrono::milliseconds timeout) {
+    std::uint64_t epoch = 0;
+    {
+        std::lock_guard lock(tickets_mu_);
+        epoch = ticket_epoch_++;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    asio::steady_timer poll(co_await asio::this_coro::executor);
+    for (;;) {
+        {
+            std::lock_guard lock(tickets_mu_);
+            if (tickets_out_.empty() || tickets_out_.begin()->first > epoch) co_return true;
+        }
+        if (std::chrono::steady_clock::now() >= deadline) co_return false;
+        poll.expires_after(std::chrono::milliseconds(1));
+        core::error_code ec;
+        co_await poll.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+}
+
 asio::awaitable<bool> index_registry::async_refresh(gateway& gw) {
+    const std::uint64_t started = ++refreshes_started_;
     // name -> (ts, def or nullopt when dropped), the newest across the shards that answered.
     auto merged = std::make_shared<std::map<std::string, std::pair<std::uint64_t, std::optional<core::index_def>>>>();
     auto answered = std::make_shared<std::size_t>(0);
@@ -103,6 +138,8 @@ asio::awaitable<bool> index_registry::async_refresh(gateway& gw) {
         if (slot.second) live.emplace(name, std::move(*slot.second));
     }
     std::unique_lock lock(mu_);
+    if (started < refresh_installed_) co_return true;  // A refresh that began later has installed its set.
+    refresh_installed_ = started;
     live_ = std::move(live);
     loaded_ = true;
     co_return true;
@@ -291,27 +328,50 @@ std::string render_progress(const cleaner_progress& p) {
     if (p.state == "running" && rate > 0) eta = fmt::format("{:.1f}", static_cast<double>(left) / rate);
     if (p.state == "done") eta = "0";
     std::string out = fmt::format(
-        R"({{"index":"{}","state":"{}","phase":"{}","rows_scanned":{},"rows_total":{},"rows_added":{},"rows_removed":{},)"
-        R"("rate_rows_per_s":{:.1f},"eta_s":{},"throttle_rows_per_s":{},"started_ms":{},"finished_ms":{},"error":)",
-        p.index, p.state, p.phase, p.scanned, p.total, p.rows_added, p.rows_removed, rate, eta, p.rows_per_s, p.started_ms,
+        R"({{"index":"{}","state":"{}","phase":"{}","catch_up_seq":{},"rows_scanned":{},"rows_total":{},"rows_added":{},)"
+        R"("rows_removed":{},"rate_rows_per_s":{:.1f},"eta_s":{},"throttle_rows_per_s":{},"started_ms":{},"finished_ms":{},"error":)",
+        p.index, p.state, p.phase, p.catch_up_seq, p.scanned, p.total, p.rows_added, p.rows_removed, rate, eta, p.rows_per_s, p.started_ms,
         p.finished_ms ? std::to_string(p.finished_ms) : std::string("null"));
     if (p.error.empty()) {
         out += "null";
     } else {
         detail::append_json_string(out, p.error);
     }
+    if (p.mode != cleaner_mode::clean) {
+        fmt::format_to(std::back_inserter(out), R"(,"mode":"{}","missing":{},"stale":{},"shards":[)", cleaner_mode_name(p.mode),
+                       p.missing, p.stale);
+        for (std::size_t i = 0; i < p.shards.size(); ++i) {
+            fmt::format_to(std::back_inserter(out), R"({}{{"shard":{},"missing":{},"stale":{}}})", i ? "," : "", i,
+                           p.shards[i].missing, p.shards[i].stale);
+        }
+        out += R"(],"examples":{"missing":[)";
+        for (std::size_t i = 0; i < p.missing_examples.size(); ++i) {
+            if (i) out += ',';
+            detail::append_json_string(out, p.missing_examples[i]);
+        }
+        out += R"(],"stale":[)";
+        for (std::size_t i = 0; i < p.stale_examples.size(); ++i) {
+            if (i) out += ',';
+            detail::append_json_string(out, p.stale_examples[i]);
+        }
+        out += "]}";
+    }
     out += '}';
     return out;
 }
 
 // POST /v1/indexes/{name}/clean?rate=: starts the cleaner; GET: its progress on this gateway.
-asio::awaitable<response> async_clean(gateway& gw, route_context& ctx, bool start) {
+// POST /v1/indexes/{name}/verify?rate=&repair=: starts a verify run; GET: its progress and report.
+asio::awaitable<response> async_clean(gateway& gw, route_context& ctx, bool start, bool verify) {
     const auto& req = ctx.req;
     const std::string name(ctx.params.get("name").value_or(""));
-    constexpr std::string_view params[] = {"rate"};
-    if (auto e = detail::unknown_query_param(ctx.query, start ? std::span(params) : std::span<const std::string_view>{})) {
+    constexpr std::string_view clean_params[] = {"rate"};
+    constexpr std::string_view verify_params[] = {"rate", "repair"};
+    const auto params = verify ? std::span<const std::string_view>(verify_params) : std::span<const std::string_view>(clean_params);
+    if (auto e = detail::unknown_query_param(ctx.query, start ? params : std::span<const std::string_view>{})) {
         co_return bad_field(req, e->field, e->detail);
     }
+    const std::string_view run = verify ? "verify" : "clean";
     if (start) {
         co_await gw.indexes->async_refresh(gw);
         auto def = gw.indexes->find(name);
@@ -325,16 +385,25 @@ asio::awaitable<response> async_clean(gateway& gw, route_context& ctx, bool star
             if (!v) co_return bad_field(req, "rate", "must be rows per second, between 1 and 10000000");
             rate = static_cast<std::size_t>(*v);
         }
-        if (!gw.index_cleaner->start(*def, rate)) {
-            co_return problem(http::status::conflict, "cleaner-running", "Cleaner running",
-                              fmt::format("the cleaner of index {} is running; see GET /v1/indexes/{}/clean", name, name),
+        auto mode = cleaner_mode::clean;
+        if (verify) {
+            mode = cleaner_mode::verify;
+            if (auto r = ctx.query_param("repair")) {
+                if (*r != "true" && *r != "false") co_return bad_field(req, "repair", "must be true or false");
+                if (*r == "true") mode = cleaner_mode::repair;
+            }
+        }
+        if (!gw.index_cleaner->start(*def, rate, mode)) {
+            co_return problem(http::status::conflict, "cleaner-running", verify ? "Verify running" : "Cleaner running",
+                              fmt::format("a {} run of index {} is running; see GET /v1/indexes/{}/{}", run, name, name, run),
                               "name", req.version(), req.keep_alive());
         }
     }
-    auto p = gw.index_cleaner->progress(name);
+    auto p = gw.index_cleaner->progress(name, verify);
     if (!p) {
-        co_return problem(http::status::not_found, "no-cleaner-run", "No cleaner run",
-                          fmt::format("the cleaner of index {} has not run on this gateway", name), "name", req.version(),
+        co_return problem(http::status::not_found, verify ? "no-verify-run" : "no-cleaner-run",
+                          verify ? "No verify run" : "No cleaner run",
+                          fmt::format("no {} run of index {} has run on this gateway", run, name), "name", req.version(),
                           req.keep_alive());
     }
     co_return json_response(start ? http::status::accepted : http::status::ok, render_progress(*p), req);
@@ -626,9 +695,13 @@ void add_index_routes(router& r, gateway& gw) {
     r.add(http::verb::delete_, "/v1/indexes/{name}", core::role::admin,
           [&gw](route_context& ctx) { return async_drop_index(gw, ctx); });
     r.add(http::verb::post, "/v1/indexes/{name}/clean", core::role::admin,
-          [&gw](route_context& ctx) { return async_clean(gw, ctx, true); });
+          [&gw](route_context& ctx) { return async_clean(gw, ctx, true, false); });
     r.add(http::verb::get, "/v1/indexes/{name}/clean", core::role::read,
-          [&gw](route_context& ctx) { return async_clean(gw, ctx, false); });
+          [&gw](route_context& ctx) { return async_clean(gw, ctx, false, false); });
+    r.add(http::verb::post, "/v1/indexes/{name}/verify", core::role::admin,
+          [&gw](route_context& ctx) { return async_clean(gw, ctx, true, true); });
+    r.add(http::verb::get, "/v1/indexes/{name}/verify", core::role::read,
+          [&gw](route_context& ctx) { return async_clean(gw, ctx, false, true); });
     r.add(http::verb::get, "/v1/entities/{kind}/by/{index}", core::role::read,
           [&gw](route_context& ctx) { return async_query(gw, ctx, false); });
     r.add(http::verb::get, "/v1/cells/{table}/by/{index}", core::role::read,

@@ -284,6 +284,29 @@ asio::awaitable<core::result<std::vector<index_row>>> async_scan_index_rows(mari
     co_return parse_index_rows(r.value(), def);
 }
 
+asio::awaitable<core::result<std::vector<index_row>>> async_get_index_rows(mariadb_conn& conn, const core::index_def& def,
+                                                                          const std::vector<index_row>& keys) {
+    if (keys.empty()) co_return std::vector<index_row>{};
+    const std::string cols = key_columns(def);
+    std::string sql = fmt::format("SELECT {}entity_id, ts, deleted FROM {} WHERE ", cols, def.sql_name());
+    // An OR of equalities on the whole primary key: point reads of the key, whatever the optimizer
+    // makes of row constructors.
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+        sql += k ? " OR (" : "(";
+        for (std::size_t i = 0; i < keys[k].values.size(); ++i) {
+            fmt::format_to(std::back_inserter(sql), "p{} = ", i);
+            append_value(sql, keys[k].values[i]);
+            sql += " AND ";
+        }
+        sql += "entity_id = ";
+        append_hex(sql, keys[k].entity_id);
+        sql += ')';
+    }
+    auto r = co_await conn.async_query(sql);
+    if (!r) co_return r.error();
+    co_return parse_index_rows(r.value(), def);
+}
+
 asio::awaitable<core::result<std::vector<index_row>>> async_range_index(mariadb_conn& conn, const core::index_def& def,
                                                                        const index_range& range, std::optional<index_row> after,
                                                                        std::size_t limit) {

@@ -72,6 +72,13 @@ struct index_row {
 boost::asio::awaitable<core::result<void>> async_put_index_rows(mariadb_conn& conn, const core::index_def& def,
                                                                 const std::vector<index_row>& rows);
 
+// The rows stored under the keys (values, entity_id) of `keys` (their ts and deleted are not read),
+// tombstones included, in no particular order; keys without a row are left out. At most a few
+// hundred keys per call (one statement). Errors: those of mariadb_conn.
+boost::asio::awaitable<core::result<std::vector<index_row>>> async_get_index_rows(mariadb_conn& conn,
+                                                                                 const core::index_def& def,
+                                                                                 const std::vector<index_row>& keys);
+
 // The rows of the index table on this shard (tombstones included): the cleaner's total.
 boost::asio::awaitable<core::result<std::uint64_t>> async_count_index_rows(mariadb_conn& conn, const core::index_def& def);
 

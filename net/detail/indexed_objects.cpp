@@ -1,5 +1,6 @@
 #include "net/detail/indexed_objects.hpp"
 
+#include "core/document.hpp"
 #include "net/detail/body_json.hpp"
 #include "net/detail/index_values.hpp"
 #include "net/detail/json_parse.hpp"
@@ -80,6 +81,10 @@ std::optional<std::vector<core::index_value>> index_values_of_json(const core::i
     auto* values = std::get_if<std::optional<std::vector<core::index_value>>>(&v);
     if (!values) return std::nullopt;
     return *values;
+}
+
+std::string object_name(const core::index_def& def, std::string_view id) {
+    return (def.on_cells() ? "row " : "entity ") + core::format_id16_bytes(id);
 }
 
 }  // namespace cairn::net::detail

@@ -46,6 +46,9 @@ boost::asio::awaitable<core::result<std::vector<indexed_object>>> async_scan_obj
 // The number of objects on the connection's shard (the cleaner's total).
 boost::asio::awaitable<core::result<std::uint64_t>> async_count_objects(shards::mariadb_conn& conn, const core::index_def& def);
 
+// How reports name an object: "entity <uuid>" or "row <uuid>" (of a cell index's table).
+std::string object_name(const core::index_def& def, std::string_view id);
+
 // The index values of an object now, or nullopt: a tombstone, a body that does not decode, a
 // property missing or null, or a value that does not fit its type (not in the index).
 std::optional<std::vector<core::index_value>> index_values_now(const core::index_def& def, const indexed_object& o);
