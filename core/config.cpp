@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -18,6 +19,12 @@ public:
     table_reader(const toml::table& t, std::string prefix) : t_(t), prefix_(std::move(prefix)) {}
 
     std::string key(std::string_view k) const { return prefix_.empty() ? std::string(k) : prefix_ + "." + std::string(k); }
+    // "file:line: key" for a value of the file (an error names where to look).
+    static std::string at(const toml::node& n, const std::string& what) {
+        const auto& src = n.source();
+        if (!src.path || src.begin.line == 0) return what;
+        return fmt::format("{}:{}: {}", *src.path, src.begin.line, what);
+    }
 
     template <class Int>
     void integer(std::string_view k, Int& out, std::int64_t min, std::int64_t max) {
@@ -25,8 +32,8 @@ public:
         const toml::node* n = t_.get(k);
         if (!n) return;
         auto v = n->value<std::int64_t>();
-        if (!n->is_integer() || !v) return fail(fmt::format("{}: must be an integer", key(k)));
-        if (*v < min || *v > max) return fail(fmt::format("{}: must be between {} and {}, got {}", key(k), min, max, *v));
+        if (!n->is_integer() || !v) return fail(fmt::format("{}: must be an integer", at(*n, key(k))));
+        if (*v < min || *v > max) return fail(fmt::format("{}: must be between {} and {}, got {}", at(*n, key(k)), min, max, *v));
         out = static_cast<Int>(*v);
     }
     template <class Duration>
@@ -39,23 +46,23 @@ public:
         seen_.insert(std::string(k));
         const toml::node* n = t_.get(k);
         if (!n) return;
-        if (!n->is_string()) return fail(fmt::format("{}: must be a string", key(k)));
+        if (!n->is_string()) return fail(fmt::format("{}: must be a string", at(*n, key(k))));
         auto v = *n->value<std::string>();
-        if (v.empty() && !allow_empty) return fail(fmt::format("{}: must not be empty", key(k)));
+        if (v.empty() && !allow_empty) return fail(fmt::format("{}: must not be empty", at(*n, key(k))));
         out = std::move(v);
     }
     void boolean(std::string_view k, bool& out) {
         seen_.insert(std::string(k));
         const toml::node* n = t_.get(k);
         if (!n) return;
-        if (!n->is_boolean()) return fail(fmt::format("{}: must be true or false", key(k)));
+        if (!n->is_boolean()) return fail(fmt::format("{}: must be true or false", at(*n, key(k))));
         out = *n->value<bool>();
     }
     void skip(std::string_view k) { seen_.insert(std::string(k)); }
 
     void check_unknown() {
         for (auto&& [k, v] : t_) {
-            if (!seen_.contains(std::string(k.str()))) fail(fmt::format("{}: unknown key", key(k.str())));
+            if (!seen_.contains(std::string(k.str()))) fail(fmt::format("{}: unknown key", at(v, key(k.str()))));
         }
     }
     const std::string& error() const { return error_; }
@@ -377,7 +384,25 @@ config_result parse_config(std::string_view text, std::string_view source_name) 
                 r.string("role", role_name);
                 r.check_unknown();
                 first_error(r.error());
-                if (tc.token.size() < 16) first_error(fmt::format("tokens[{}].token: must be at least 16 characters", i));
+                // The token itself is never part of a message: errors name where it is.
+                const toml::node* token_node = t->get("token");
+                const std::string where = table_reader::at(token_node ? *token_node : *t, fmt::format("tokens[{}].token", i));
+                if (tc.token.size() < 16) first_error(fmt::format("{}: must be at least 16 characters", where));
+                // What a client can send after "Bearer " (RFC 6750's token68): no spaces, no control characters.
+                const bool token68 = std::all_of(tc.token.begin(), tc.token.end(), [](char ch) {
+                    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+                           ch == '.' || ch == '_' || ch == '~' || ch == '+' || ch == '/' || ch == '=';
+                });
+                if (!token68) {
+                    first_error(fmt::format("{}: may hold only letters, digits and - . _ ~ + / = (no spaces or control "
+                                            "characters: a Bearer header cannot carry them)",
+                                            where));
+                }
+                for (std::size_t k = 0; k < c.tokens.size(); ++k) {
+                    if (!tc.token.empty() && c.tokens[k].token == tc.token) {
+                        first_error(fmt::format("{}: the same token as tokens[{}]; every token must be unique", where, k));
+                    }
+                }
                 if (role_name == "read") tc.token_role = role::read;
                 else if (role_name == "write") tc.token_role = role::write;
                 else if (role_name == "admin") tc.token_role = role::admin;

@@ -187,7 +187,10 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
                 rows[target].push_back({std::move(*values), o.id, o.version, false});
             }
             std::uint64_t added = 0;
-            for (auto& [target, target_rows] : rows) {
+            for (auto& entry : rows) {
+                // Not a structured binding: the lambdas below capture these (clang 14 cannot).
+                const core::shard_index target = entry.first;
+                auto& target_rows = entry.second;
                 if (checking) {
                     // Keep only the rows that are not there: absent, or a tombstone no newer than the
                     // object (a newer one means the object changed after it was read: not missing).

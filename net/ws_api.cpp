@@ -5,6 +5,7 @@
 #include "core/log_task_end.hpp"
 #include "net/auth.hpp"
 #include "net/detail/json_escape.hpp"
+#include "net/detail/ws_message.hpp"
 #include "net/router.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -27,16 +28,15 @@
 namespace cairn::net {
 namespace {
 
+using detail::message;
+using detail::parse_message;
+
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace websocket = beast::websocket;
 using json = nlohmann::json;
 using error_code = boost::system::error_code;
 
-// Nesting allowed in a message (its body included); deeper input is refused before it is
-// turned into objects, so that no recursive walk can exhaust the stack.
-constexpr int message_depth_max = 32;
-constexpr std::size_t id_string_bytes_max = 128;
 // Answers waiting to be written per connection; past it the connection is closed (the client
 // reads too slowly for what it sends).
 constexpr std::size_t answers_queued_max = 4096;
@@ -48,123 +48,6 @@ struct ws_metrics {
     core::counter& rejected;
     core::gauge& connections;
 };
-
-// One parsed message, or why it is not one.
-struct message {
-    json id;                  // null until known
-    http::verb method = http::verb::get;
-    std::string path;         // with its query
-    std::string body;         // JSON text for the route, empty for none
-    std::string idempotency_key;
-    std::string error;        // non-empty: a 400 answer with this detail
-    std::string error_field;
-};
-
-// Parses JSON text with a depth limit (nlohmann's parser itself is iterative).
-std::optional<json> parse_json_limited(std::string_view text) {
-    bool too_deep = false;
-    auto cb = [&](int depth, json::parse_event_t, json&) {
-        if (depth > message_depth_max) too_deep = true;
-        return !too_deep;
-    };
-    json j = json::parse(text.begin(), text.end(), cb, /*allow_exceptions=*/false);
-    if (too_deep || j.is_discarded()) return std::nullopt;
-    return j;
-}
-
-// Parses msgpack with msgpack-c's iterative unpacker and its depth limit first; nlohmann's
-// recursive reader then only sees input known to be shallow.
-std::optional<json> parse_msgpack_limited(std::string_view bytes) {
-    try {
-        const msgpack::unpack_limit limit(1 << 20, 1 << 20, bytes.size(), bytes.size(), bytes.size(), message_depth_max);
-        std::size_t offset = 0;
-        (void)msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr, nullptr, limit);
-        if (offset != bytes.size()) return std::nullopt;
-    } catch (const std::exception&) {
-        return std::nullopt;
-    }
-    json j = json::from_msgpack(bytes.begin(), bytes.end(), true, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return std::nullopt;
-    return j;
-}
-
-// msgpack strings are bytes: nlohmann keeps them as they come, and would throw when such a string
-// is later written as JSON. Every key and string value must be UTF-8 (the depth is bounded above).
-bool strings_are_utf8(const json& j) {
-    if (j.is_string()) return detail::is_valid_utf8(j.get_ref<const std::string&>());
-    if (j.is_object()) {
-        for (const auto& [key, value] : j.items()) {
-            if (!detail::is_valid_utf8(key) || !strings_are_utf8(value)) return false;
-        }
-        return true;
-    }
-    if (j.is_array()) {
-        for (const auto& value : j) {
-            if (!strings_are_utf8(value)) return false;
-        }
-    }
-    return true;
-}
-
-message parse_message(std::string_view data, bool binary) {
-    message m;
-    auto parsed = binary ? parse_msgpack_limited(data) : parse_json_limited(data);
-    if (!parsed || !parsed->is_object()) {
-        m.error = binary ? "a binary frame must be one msgpack map (nested at most 32 deep)"
-                         : "a text frame must be one JSON object (nested at most 32 deep)";
-        return m;
-    }
-    json& j = *parsed;
-    if (auto it = j.find("id"); it != j.end()) {
-        const bool ok_number = it->is_number_integer() || it->is_number_unsigned();
-        const bool ok_string = it->is_string() && it->get_ref<const std::string&>().size() <= id_string_bytes_max &&
-                               detail::is_valid_utf8(it->get_ref<const std::string&>());
-        if (ok_number || ok_string) m.id = *it;
-    }
-    if (m.id.is_null()) {
-        m.error = "id must be an integer or a string of at most 128 bytes; answers carry it back";
-        m.error_field = "id";
-        return m;
-    }
-    if (binary && !strings_are_utf8(j)) {
-        m.error = "every string of a binary frame (keys included) must be valid UTF-8";
-        return m;
-    }
-    for (const auto& [key, value] : j.items()) {
-        if (key != "id" && key != "method" && key != "path" && key != "body" && key != "idempotency_key") {
-            m.error = "unknown member (known: id, method, path, body, idempotency_key)";
-            m.error_field = key;
-            return m;
-        }
-    }
-    if (auto it = j.find("method"); it != j.end()) {
-        const auto verb = it->is_string() ? http::string_to_verb(it->get_ref<const std::string&>()) : http::verb::unknown;
-        if (verb != http::verb::get && verb != http::verb::post && verb != http::verb::put && verb != http::verb::delete_) {
-            m.error = "method must be \"GET\", \"POST\", \"PUT\" or \"DELETE\"";
-            m.error_field = "method";
-            return m;
-        }
-        m.method = verb;
-    }
-    auto path = j.find("path");
-    if (path == j.end() || !path->is_string() || path->get_ref<const std::string&>().empty() ||
-        path->get_ref<const std::string&>().front() != '/' || path->get_ref<const std::string&>().size() > 8192) {
-        m.error = "path must be the route's path and query, starting with /, e.g. \"/v1/graphs/follows/edges/1/2\"";
-        m.error_field = "path";
-        return m;
-    }
-    m.path = path->get_ref<const std::string&>();
-    if (auto it = j.find("body"); it != j.end() && !it->is_null()) m.body = it->dump();
-    if (auto it = j.find("idempotency_key"); it != j.end()) {
-        if (!it->is_string()) {
-            m.error = "idempotency_key must be a string";
-            m.error_field = "idempotency_key";
-            return m;
-        }
-        m.idempotency_key = it->get_ref<const std::string&>();
-    }
-    return m;
-}
 
 bool is_json(const response& res) {
     auto it = res.find(http::field::content_type);

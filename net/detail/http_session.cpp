@@ -336,23 +336,25 @@ asio::awaitable<void> http_session::async_serve() {
         const auto started = std::chrono::steady_clock::now();
         std::size_t route_index = router::npos;
         response res;
-        auto role = server_->authn.authenticate(req);
-        if (!role) {
-            res = auth::unauthorized(req);
-        } else if (beast::websocket::is_upgrade(req) &&
+        // A token that is not valid leaves the caller with no role: the public routes (the health
+        // probes, which load balancers call with stale tokens) still answer, every other route
+        // answers 401 (the router's rule for role none), and an upgrade is refused.
+        auto authenticated = server_->authn.authenticate(req);
+        const auto role = authenticated ? authenticated.value() : core::role::none;
+        if (beast::websocket::is_upgrade(req) &&
                    router::split_target(to_string_view(req.target())).first == http_server::upgrade_path) {
             if (server_->upgrade) {
                 stream_.expires_never();
                 upgraded_ = true;
                 // A stop that came while this request was read reaches the handler at once.
                 if (server_->stopping.load(std::memory_order_acquire)) stop_notice_.notify();
-                co_await server_->upgrade(stream_, std::move(req), role.value(), stop_notice_);
+                co_await server_->upgrade(stream_, std::move(req), role, stop_notice_);
                 co_return;
             }
             res = problem(http::status::not_found, "not-found", "Not Found", "WebSocket is not available yet",
                           std::nullopt, req.version(), req.keep_alive());
         } else {
-            res = co_await server_->routes.async_route(req, role.value(), route_index);
+            res = co_await server_->routes.async_route(req, role, route_index);
         }
 
         // A handler may ask to close (Connection: close); otherwise the request decides.

@@ -55,6 +55,11 @@ TEST(auth_http, roles_decide_and_tokens_are_never_logged) {
         // The health probes are public; metrics are not.
         {http::verb::get, "/livez", std::nullopt, 200},
         {http::verb::get, "/readyz", std::nullopt, 200},
+        // ... whatever Authorization comes with them (issue 13: load balancers send stale ones).
+        {http::verb::get, "/livez", read_token + "x", 200},
+        {http::verb::get, "/readyz", std::string("not-a-token-at-all-xx"), 200},
+        {http::verb::get, "/readyz?verbose", std::string("stale token with spaces"), 200},
+        {http::verb::get, "/metrics", read_token + "x", 401},
         {http::verb::get, "/metrics", std::nullopt, 401},
         {http::verb::get, "/metrics", read_token, 200},
     };

@@ -129,5 +129,33 @@ TEST_F(cells_http, bad_input_is_a_4xx_naming_the_problem_and_journals_nothing) {
     EXPECT_EQ(json::parse(st->body)["journal"]["last_seq"], 0);
 }
 
+// issue 13: what is acknowledged reads back. A body with an array of 65,537 elements used to be
+// accepted (202) and to read back as null (the reader's limit was 65,536): the write side now refuses
+// exactly what the read side cannot read, and the largest body it accepts reads back whole.
+TEST_F(cells_http, issue_13_the_largest_accepted_body_reads_back_and_one_element_more_is_refused) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    start("cairn_e2e_cells_limits");
+    auto array_of = [](std::size_t n) {
+        std::string a = "[";
+        for (std::size_t i = 0; i < n; ++i) a += i ? ",0" : "0";
+        return a + "]";
+    };
+    std::string answer;
+    ASSERT_EQ(post("users", fmt::format(R"({{"row_key": "{}", "column": "BASE", "ref_key": 1, "body": {{"a": {}}}}})", alice,
+                                        array_of(65'537)),
+                   &answer),
+              400);
+    EXPECT_EQ(json::parse(answer, nullptr, false).value("field", std::string()), "body") << answer;
+    EXPECT_NE(answer.find("65537 elements"), std::string::npos) << answer;
+    ASSERT_EQ(post("users", fmt::format(R"({{"row_key": "{}", "column": "BASE", "ref_key": 2, "body": {{"a": {}}}}})", alice,
+                                        array_of(65'536)),
+                   &answer),
+              202)
+        << answer;
+    const auto c = get(fmt::format("/v1/cells/users/{}/BASE/2", alice));
+    ASSERT_TRUE(c["body"].is_object()) << c.dump().substr(0, 300);
+    EXPECT_EQ(c["body"]["a"].size(), 65'536u);
+}
+
 }  // namespace
 }  // namespace cairn::test

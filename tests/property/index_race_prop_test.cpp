@@ -164,9 +164,9 @@ TEST_F(index_race, issue_20_an_index_created_under_concurrent_writes_finds_every
 
     const bool ok = rc::check("an index built under live writes equals the model", [&] {
         const int c = next_case++;
-        const int entries = *rc::gen::inRange(20, 200);
-        const int threads = *rc::gen::inRange(2, 5);
-        const int ops = *rc::gen::inRange(30, 200);
+        const int entries = *rc::gen::inRange(10, 120);
+        const int threads = *rc::gen::inRange(2, 4);
+        const int ops = *rc::gen::inRange(20, 120);
         const auto seed = *rc::gen::arbitrary<std::uint64_t>();
         // Moments (in acknowledged writes) at which the index is created, dropped, created again.
         const std::size_t total = static_cast<std::size_t>(threads * ops);

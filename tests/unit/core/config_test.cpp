@@ -86,6 +86,33 @@ TEST(config, read_limits_have_defaults_and_bounds) {
     EXPECT_NE(bad.error().find("limits.page_limit_max"), std::string::npos) << bad.error();
 }
 
+// issue 13: tokens are long, unique and sendable; an error names the file and line, never the token.
+TEST(config, tokens_are_validated_and_never_printed) {
+    const std::string good = "0123456789abcdef-GOOD";
+    struct token_case {
+        std::string text;
+        std::string names;
+    };
+    const token_case cases[] = {
+        {"\n[[tokens]]\ntoken = \"short-secret\"\n", "cairn.toml:3: tokens[0].token: must be at least 16"},
+        {"[[tokens]]\ntoken = \"0123456789 abcdef secret\"\n", "tokens[0].token: may hold only"},
+        {"[[tokens]]\ntoken = \"0123456789abcdef\\tsecret\"\n", "tokens[0].token: may hold only"},
+        {"[[tokens]]\ntoken = \"" + good + "\"\n[[tokens]]\ntoken = \"" + good + "\"\nrole = \"admin\"\n",
+         "cairn.toml:4: tokens[1].token: the same token as tokens[0]"},
+    };
+    for (const auto& c : cases) {
+        auto r = parse_config(c.text, "cairn.toml");
+        ASSERT_FALSE(r.has_value()) << c.text;
+        EXPECT_NE(r.error().find(c.names), std::string::npos) << c.text << " -> " << r.error();
+        EXPECT_EQ(r.error().find("secret"), std::string::npos) << "a token was printed: " << r.error();
+        EXPECT_EQ(r.error().find(good), std::string::npos) << "a token was printed: " << r.error();
+    }
+    // Other errors name file and line too.
+    auto bad = parse_config("node_id = 1\n[limits]\npage_limit_max = 0\n", "cairn.toml");
+    ASSERT_FALSE(bad.has_value());
+    EXPECT_NE(bad.error().find("cairn.toml:3: limits.page_limit_max"), std::string::npos) << bad.error();
+}
+
 TEST(config, the_stop_has_a_drain_and_a_larger_last_resort_timeout) {
     auto d = parse_config("");
     ASSERT_TRUE(d.has_value()) << d.error();

@@ -1,0 +1,21 @@
+// Fuzz target: a WebSocket request message (JSON text and msgpack binary frames). Never a crash,
+// never an exception; what is accepted has a readable id and a path that starts with '/', and its
+// body is JSON text that parses again.
+#include "net/detail/ws_message.hpp"
+
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    if (size == 0) return 0;
+    // The first byte picks the frame type, so one corpus covers both.
+    const bool binary = (data[0] & 1) != 0;
+    const std::string_view frame(reinterpret_cast<const char*>(data + 1), size - 1);
+    const auto m = cairn::net::detail::parse_message(frame, binary);
+    if (m.error.empty()) {
+        if (m.id.is_null() || m.path.empty() || m.path.front() != '/') std::abort();
+        if (!m.body.empty() && nlohmann::json::parse(m.body, nullptr, false).is_discarded()) std::abort();
+    }
+    return 0;
+}
