@@ -86,17 +86,12 @@ protected:
     }
     // Every entity id the query answers for user u, over all pages.
     std::set<std::string> query(int c, const std::string& index, int user) {
+        auto all = index_query_all(port(), fmt::format("/v1/entities/entry/by/{}?user_id={}&limit=2", index, user_hex(c, user)), 50);
+        RC_ASSERT(all.has_value());
         std::set<std::string> out;
-        std::string cursor;
-        for (int pages = 0; pages < 50; ++pages) {
-            const auto j = get(fmt::format("/v1/entities/entry/by/{}?user_id={}&limit=2{}", index, user_hex(c, user),
-                                           cursor.empty() ? "" : "&cursor=" + cursor));
-            for (const auto& e : j["entities"]) {
-                RC_ASSERT(e["body"]["user_id"] == user_hex(c, user));  // never a stale hit
-                RC_ASSERT(out.insert(e["id"].get<std::string>()).second);
-            }
-            if (j["next_cursor"].is_null()) break;
-            cursor = j["next_cursor"];
+        for (const auto& e : *all) {
+            RC_ASSERT(e["body"]["user_id"] == user_hex(c, user));  // never a stale hit
+            RC_ASSERT(out.insert(e["id"].get<std::string>()).second);
         }
         return out;
     }

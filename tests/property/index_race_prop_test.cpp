@@ -139,17 +139,13 @@ protected:
     }
     // Every entity id the index answers for user u with after=seq, over all pages.
     std::set<std::string> query(int c, const std::string& index, int user, std::uint64_t after) {
+        auto all = index_query_all(port(), fmt::format("/v1/entities/entry/by/{}?user_id={}&limit=50&after={}&timeout_ms=20000",
+                                                       index, user_hex(c, user), after));
+        RC_ASSERT(all.has_value());
         std::set<std::string> out;
-        std::string cursor;
-        for (int pages = 0; pages < 200; ++pages) {
-            const auto j = get(fmt::format("/v1/entities/entry/by/{}?user_id={}&limit=50&after={}&timeout_ms=20000{}", index,
-                                           user_hex(c, user), after, cursor.empty() ? "" : "&cursor=" + cursor));
-            for (const auto& e : j["entities"]) {
-                RC_ASSERT(e["body"]["user_id"] == user_hex(c, user));  // never a stale hit
-                RC_ASSERT(out.insert(e["id"].get<std::string>()).second);
-            }
-            if (j["next_cursor"].is_null()) break;
-            cursor = j["next_cursor"];
+        for (const auto& e : *all) {
+            RC_ASSERT(e["body"]["user_id"] == user_hex(c, user));  // never a stale hit
+            RC_ASSERT(out.insert(e["id"].get<std::string>()).second);
         }
         return out;
     }

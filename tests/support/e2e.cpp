@@ -51,6 +51,21 @@ std::optional<nlohmann::json> readiness(std::uint16_t port) {
     return j;
 }
 
+std::optional<std::vector<nlohmann::json>> index_query_all(std::uint16_t port, const std::string& target, int pages_max) {
+    std::vector<nlohmann::json> out;
+    std::string cursor;
+    for (int pages = 0; pages < pages_max; ++pages) {
+        auto r = http_get(port, cursor.empty() ? target : target + "&cursor=" + cursor);
+        if (!r || r->status != 200) return std::nullopt;
+        auto j = nlohmann::json::parse(r->body, nullptr, false);
+        if (!j.is_object()) return std::nullopt;
+        for (auto& e : j["entities"]) out.push_back(std::move(e));
+        if (!j["next_cursor"].is_string()) break;
+        cursor = j["next_cursor"].get<std::string>();
+    }
+    return out;
+}
+
 bool wait_applied(std::uint16_t port, std::chrono::seconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {

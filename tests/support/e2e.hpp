@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace cairn::test {
 
@@ -42,6 +43,12 @@ private:
 
 // GET /readyz?verbose as JSON (nullopt if cairnd does not answer).
 std::optional<nlohmann::json> readiness(std::uint16_t port);
+
+// Every entity an index query answers, walking its pages: target is the query's path and query
+// (e.g. "/v1/entities/entry/by/i?user_id=..&limit=2"), followed by &cursor= until there is none (at
+// most pages_max pages). nullopt if a page did not answer 200.
+std::optional<std::vector<nlohmann::json>> index_query_all(std::uint16_t port, const std::string& target,
+                                                           int pages_max = 200);
 // Waits until every shard's lag is 0; false on timeout.
 bool wait_applied(std::uint16_t port, std::chrono::seconds timeout);
 // A metric's value from GET /metrics (first series whose name and labels start with `series`).
