@@ -29,8 +29,10 @@ bool send_all(int fd, const char* data, std::size_t n) {
     return true;
 }
 
+// Every socket is close-on-exec: a cairnd the test spawns must not inherit a copy, or a connection
+// the proxy closes would stay open on the server (with its transaction's locks) while that cairnd lives.
 int connect_to(const std::string& host, std::uint16_t port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -49,7 +51,7 @@ int connect_to(const std::string& host, std::uint16_t port) {
 
 tcp_proxy::tcp_proxy(std::string target_host, std::uint16_t target_port)
     : host_(std::move(target_host)), target_port_(target_port) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     const int one = 1;
     ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     sockaddr_in addr{};
@@ -98,7 +100,7 @@ void tcp_proxy::run() {
         const int n = ::poll(fds.data(), fds.size(), 20);
         if (n <= 0) continue;
         if ((fds[0].revents & POLLIN) != 0) {
-            const int c = ::accept(listen_fd_, nullptr, nullptr);
+            const int c = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
             if (c >= 0) {
                 ++accepted_;
                 const int s = connect_to(host_, target_port_);
