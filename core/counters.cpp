@@ -1,6 +1,7 @@
 #include "core/counters.hpp"
 
 #include "core/shard_map.hpp"
+#include "core/text_rules.hpp"
 
 #include <fmt/format.h>
 
@@ -111,14 +112,11 @@ std::uint64_t counter_value_hash(const counter_dimension& d, std::string_view va
 
 std::optional<std::string> check_dimension_value(const counter_dimension& d, std::string_view value) {
     if (d.type == dimension_type::integer) {
-        std::int64_t v = 0;
-        auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
         // Canonical decimal only, so that one number is one key (no "+5", "05" or "-0").
-        if (ec != std::errc() || ptr != value.data() + value.size() || std::to_string(v) != value) {
-            return "must be a 64-bit integer";
-        }
+        if (!parse_decimal_int64(value)) return "must be a 64-bit integer in canonical decimal (no '+', leading zeros or -0)";
         return std::nullopt;
     }
+    if (has_control_chars(value)) return "must not hold control characters (0x00 to 0x1F, 0x7F)";
     if (value.size() > d.length_max) {
         return fmt::format("is {} bytes long; at most {} are allowed", value.size(), d.length_max);
     }

@@ -1,5 +1,6 @@
 #include "net/cell_json.hpp"
 
+#include "core/text_rules.hpp"
 #include "net/detail/body_json.hpp"
 #include "net/detail/index_values.hpp"
 #include "net/detail/json_escape.hpp"
@@ -8,7 +9,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 
 namespace cairn::net {
 namespace {
@@ -16,11 +16,7 @@ namespace {
 std::optional<std::int64_t> int64_of(const simdjson::dom::element& v) {
     if (v.is_int64()) return v.get_int64().value_unsafe();
     if (!v.is_string()) return std::nullopt;
-    const std::string_view s = v.get_string().value_unsafe();
-    std::int64_t out = 0;
-    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || std::to_string(out) != s) return std::nullopt;
-    return out;
+    return core::parse_decimal_int64(v.get_string().value_unsafe());
 }
 
 std::string field_name(std::string_view prefix, std::string_view key) {

@@ -2,6 +2,7 @@
 // shard of their row_key. See docs/api.md and docs/cells.md.
 #include <utility>  // Boost 1.74's awaitable.hpp forgets it.
 
+#include "core/text_rules.hpp"
 #include "journal/journal.hpp"
 #include "net/cell_json.hpp"
 #include "net/detail/applied_wait.hpp"
@@ -19,7 +20,6 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <map>
 
 namespace cairn::net {
@@ -170,12 +170,7 @@ asio::awaitable<std::optional<response>> async_wait(gateway& gw, const route_con
     co_return std::nullopt;
 }
 
-std::optional<std::int64_t> parse_int64(std::string_view text) {
-    std::int64_t v = 0;
-    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
-    return v;
-}
+std::optional<std::int64_t> parse_int64(std::string_view text) { return core::parse_decimal_int64(text); }
 
 std::string render(const cell_path& p, const shards::stored_cell& c) {
     return render_cell(p.table, c.row_key, c.column, c.ref_key, c.body, c.ts, c.added_id);

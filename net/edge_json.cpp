@@ -1,5 +1,7 @@
 #include "net/edge_json.hpp"
 
+#include "core/text_rules.hpp"
+
 #include "core/codec.hpp"
 #include "net/detail/json_parse.hpp"
 
@@ -7,7 +9,6 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 
 namespace cairn::net {
 namespace {
@@ -104,10 +105,8 @@ std::variant<core::op, input_error> parse_one(std::string_view graph, const simd
 }  // namespace
 
 std::optional<std::int64_t> parse_id(std::string_view text) noexcept {
-    if (text.empty() || text.size() > 19) return std::nullopt;
-    std::int64_t v = 0;
-    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || ptr != text.data() + text.size() || v < 0) return std::nullopt;
+    const auto v = core::parse_decimal_int64(text);
+    if (!v || *v < 0) return std::nullopt;
     return v;
 }
 

@@ -86,9 +86,14 @@ std::variant<node_query, response> parse_node_query(gateway& gw, route_context& 
     return q;
 }
 
-std::string cursor_json(const std::optional<core::page_cursor>& c) {
+// What a page's cursors are bound to: a cursor of another node, graph, direction or state is refused.
+std::string page_scope(const node_query& q) {
+    return fmt::format("page|{}|{}|{}|{}", q.graph, q.node_id, direction_name(q.direction), core::edge_state_name(q.state));
+}
+
+std::string cursor_json(const std::optional<core::page_cursor>& c, std::string_view scope) {
     if (!c) return "null";
-    return fmt::format("\"{}\"", core::encode_page_cursor(*c));
+    return fmt::format("\"{}\"", core::encode_page_cursor(*c, scope));
 }
 
 asio::awaitable<response> async_get_page(gateway& gw, route_context& ctx) {
@@ -108,9 +113,11 @@ asio::awaitable<response> async_get_page(gateway& gw, route_context& ctx) {
         page_req.limit = static_cast<std::size_t>(*v);
     }
     if (auto c = ctx.query_param("cursor")) {
-        page_req.cursor = core::decode_page_cursor(*c);
+        page_req.cursor = core::decode_page_cursor(*c, page_scope(q));
         if (!page_req.cursor) {
-            co_return bad_field(req, "cursor", "must be a next_cursor or prev_cursor returned by this route, unchanged");
+            co_return bad_field(req, "cursor",
+                                "must be a next_cursor or prev_cursor returned by this route for the same node, "
+                                "direction and state, unchanged");
         }
     }
     const core::shard_index shard = gw.map.shard_of_id(q.node_id);
@@ -136,8 +143,9 @@ asio::awaitable<response> async_get_page(gateway& gw, route_context& ctx) {
         first = false;
         body += render_page_edge(forward, e.key.other_id, e.row, q.ids);
     }
-    fmt::format_to(std::back_inserter(body), R"(],"next_cursor":{},"prev_cursor":{}}})", cursor_json(page.value().next),
-                   cursor_json(page.value().previous));
+    const std::string scope = page_scope(q);
+    fmt::format_to(std::back_inserter(body), R"(],"next_cursor":{},"prev_cursor":{}}})",
+                   cursor_json(page.value().next, scope), cursor_json(page.value().previous, scope));
     co_return json_response(http::status::ok, std::move(body), req);
 }
 

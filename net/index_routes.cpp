@@ -4,6 +4,7 @@
 // column). See docs/api.md, docs/entities.md and docs/cells.md.
 #include <utility>  // Boost 1.74's awaitable.hpp forgets it.
 
+#include "core/page_cursor.hpp"
 #include "journal/journal.hpp"
 #include "net/detail/applied_wait.hpp"
 #include "net/detail/body_json.hpp"
@@ -425,8 +426,12 @@ asio::awaitable<response> async_drop_index(gateway& gw, route_context& ctx) {
 
 constexpr std::string_view range_ops[] = {"gte", "gt", "lte", "lt"};
 
-// The opaque cursor of a query page: hex of msgpack [values..., entity id] of the last row read.
-std::string encode_cursor(const shards::index_row& row) {
+// The opaque cursor of a query page: hex of msgpack [values..., entity id] of the last row read,
+// then 12 hex digits of core::cursor_check binding it to the query (scope: the index and its
+// conditions), so that a cursor of another query or a changed one is refused.
+constexpr std::size_t cursor_check_hex = 2 * core::cursor_check_bytes;
+
+std::string encode_cursor(const shards::index_row& row, std::string_view scope) {
     msgpack::sbuffer buf;
     msgpack::packer<msgpack::sbuffer> pk(buf);
     pk.pack_array(static_cast<std::uint32_t>(row.values.size() + 1));
@@ -443,11 +448,15 @@ std::string encode_cursor(const shards::index_row& row) {
     pk.pack_bin_body(row.entity_id.data(), static_cast<std::uint32_t>(row.entity_id.size()));
     std::string out;
     for (unsigned char c : std::string_view(buf.data(), buf.size())) out += fmt::format("{:02x}", c);
+    fmt::format_to(std::back_inserter(out), "{:012x}", core::cursor_check(scope, std::string_view(buf.data(), buf.size())));
     return out;
 }
 
-std::optional<shards::index_row> decode_cursor(const core::index_def& def, std::string_view hex) {
-    if (hex.empty() || hex.size() % 2 != 0 || hex.size() > 2048) return std::nullopt;
+std::optional<shards::index_row> decode_cursor(const core::index_def& def, std::string_view text, std::string_view scope) {
+    if (text.size() <= cursor_check_hex || text.size() % 2 != 0 || text.size() > 2048) return std::nullopt;
+    const std::string_view hex = text.substr(0, text.size() - cursor_check_hex);
+    // Lowercase only, as written: one cursor, one spelling.
+    if (text.find_first_not_of("0123456789abcdef") != std::string_view::npos) return std::nullopt;
     std::string bytes;
     for (std::size_t i = 0; i < hex.size(); i += 2) {
         unsigned v = 0;
@@ -455,6 +464,7 @@ std::optional<shards::index_row> decode_cursor(const core::index_def& def, std::
         if (ec != std::errc() || ptr != hex.data() + i + 2) return std::nullopt;
         bytes += static_cast<char>(v);
     }
+    if (fmt::format("{:012x}", core::cursor_check(scope, bytes)) != text.substr(hex.size())) return std::nullopt;
     try {
         const msgpack::unpack_limit limit(8, 0, 0, 1024, 0, 2);
         std::size_t offset = 0;
@@ -575,10 +585,17 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
         if (!v) co_return bad_field(req, "limit", fmt::format("must be an integer between 1 and {}", gw.lim.page_limit_max));
         limit = static_cast<std::size_t>(*v);
     }
+    // The cursor's scope: the index and every condition, in the definition's order.
+    std::string scope = fmt::format("index|{}|", def->name);
+    for (const auto& n : names) {
+        if (auto v = ctx.query_param(n)) fmt::format_to(std::back_inserter(scope), "{}={}&", n, *v);
+    }
     std::optional<shards::index_row> after;
     if (auto c = ctx.query_param("cursor")) {
-        after = decode_cursor(*def, *c);
-        if (!after) co_return bad_field(req, "cursor", "must be a next_cursor returned by this route, unchanged");
+        after = decode_cursor(*def, *c, scope);
+        if (!after) {
+            co_return bad_field(req, "cursor", "must be a next_cursor returned by this route for the same conditions, unchanged");
+        }
     }
     // One shard when the equality prefix names the shard_on property; otherwise every shard, in
     // parallel, their sorted pages merged.
@@ -674,7 +691,7 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
     fmt::format_to(std::back_inserter(out), R"("index":"{}","{}":[)", name, cells ? "cells" : "entities");
     for (std::size_t i = 0; i < page.size(); ++i) out += (i ? "," : "") + page[i].second;
     out += R"(],"next_cursor":)";
-    out += more ? fmt::format("\"{}\"", encode_cursor(page.back().first)) : std::string("null");
+    out += more ? fmt::format("\"{}\"", encode_cursor(page.back().first, scope)) : std::string("null");
     fmt::format_to(std::back_inserter(out), R"(,"index_rows_read":{},"stale_rows_skipped":{},"shards_read":{}}})", rows_read,
                    stale, index_shards.size());
     co_return json_response(http::status::ok, std::move(out), req);

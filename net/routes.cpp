@@ -29,7 +29,6 @@ namespace {
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
-constexpr std::size_t idempotency_key_bytes_max = 200;
 constexpr std::string_view get_edge_params[] = {"after", "timeout_ms", "ids"};
 
 asio::awaitable<response> async_post_edges(gateway& gw, route_context& ctx) {

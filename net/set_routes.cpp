@@ -56,11 +56,18 @@ asio::awaitable<response> async_post_set(gateway& gw, route_context& ctx) {
     if (limit > gw.lim.page_limit_max) {
         co_return detail::bad_field(req, "limit", fmt::format("must be between 1 and {}", gw.lim.page_limit_max));
     }
+    // A cursor continues only the set operation that made it: same graph, op and queries.
+    std::string scope = fmt::format("set|{}|{}|", graph, sr.op);
+    for (const auto& q : sr.queries) {
+        fmt::format_to(std::back_inserter(scope), "{}{}{},", q.node_id, q.forward ? 'f' : 'b', static_cast<int>(q.state));
+    }
     std::optional<std::int64_t> after;
     if (sr.cursor) {
-        auto c = core::decode_page_cursor(*sr.cursor);
+        auto c = core::decode_page_cursor(*sr.cursor, scope);
         if (!c || c->which != core::page_cursor::kind::next || c->position != 0) {
-            co_return detail::bad_field(req, "cursor", "must be a next_cursor returned by this route, unchanged");
+            co_return detail::bad_field(req, "cursor",
+                                        "must be a next_cursor returned by this route for the same op and queries, "
+                                        "unchanged");
         }
         after = c->other_id;
     }
@@ -82,7 +89,7 @@ asio::awaitable<response> async_post_set(gateway& gw, route_context& ctx) {
     }
     std::string next = "null";
     if (page.value().more) {
-        next = fmt::format("\"{}\"", core::encode_page_cursor({core::page_cursor::kind::next, 0, page.value().ids.back()}));
+        next = fmt::format("\"{}\"", core::encode_page_cursor({core::page_cursor::kind::next, 0, page.value().ids.back()}, scope));
     }
     fmt::format_to(std::back_inserter(body), R"(],"next_cursor":{},"rows_read":{}}})", next, page.value().scanned);
     co_return json_response(http::status::ok, std::move(body), req);

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 
@@ -296,6 +297,40 @@ private:
 
 }  // namespace
 
+// Beast's accept answers a bad handshake in plain text; cairn answers every refusal as
+// problem+json, so the handshake is checked here first (RFC 6455 4.2.1).
+std::optional<response> handshake_problem(const request& req) {
+    const auto version = req.find(http::field::sec_websocket_version);
+    if (version == req.end() || req.count(http::field::sec_websocket_version) != 1 || version->value() != "13") {
+        auto res = problem(http::status::upgrade_required, "unsupported-websocket-version", "Upgrade Required",
+                           "Sec-WebSocket-Version must be 13", "Sec-WebSocket-Version", req.version(), false);
+        res.set(http::field::sec_websocket_version, "13");
+        return res;
+    }
+    const auto key = req.find(http::field::sec_websocket_key);
+    const auto is_base64 = [](char c) {
+        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/';
+    };
+    // A nonce of 16 bytes in base64: 22 characters of the alphabet and "==".
+    const std::string_view k = key == req.end() ? std::string_view{} : to_string_view(key->value());
+    if (req.count(http::field::sec_websocket_key) != 1 || k.size() != 24 || !k.ends_with("==") ||
+        !std::all_of(k.begin(), k.end() - 2, is_base64)) {
+        return problem(http::status::bad_request, "malformed-request", "Bad Request",
+                       "Sec-WebSocket-Key must be one base64-encoded 16-byte nonce", "Sec-WebSocket-Key",
+                       req.version(), false);
+    }
+    return std::nullopt;
+}
+
+// Writes a refusal of the upgrade and closes the connection.
+asio::awaitable<void> async_refuse(beast::tcp_stream& stream, response res) {
+    res.keep_alive(false);
+    res.set(http::field::server, "cairn");
+    error_code ec;
+    co_await http::async_write(stream, res, use_ec(ec));
+    stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+}
+
 upgrade_handler make_ws_handler(const router& r, const core::limits& lim, core::registry& metrics) {
     auto m = std::make_shared<ws_metrics>(ws_metrics{
         metrics.add_counter("cairn_ws_messages_total", "WebSocket request messages received", {}),
@@ -305,11 +340,11 @@ upgrade_handler make_ws_handler(const router& r, const core::limits& lim, core::
                         stop_notice& stop) -> asio::awaitable<void> {
         if (role == core::role::none) {
             // Tokens are configured and this upgrade carries none: refuse before upgrading.
-            auto res = auth::unauthorized(req);
-            res.keep_alive(false);
-            error_code ec;
-            co_await http::async_write(stream, res, use_ec(ec));
-            stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+            co_await async_refuse(stream, auth::unauthorized(req));
+            co_return;
+        }
+        if (auto res = handshake_problem(req)) {
+            co_await async_refuse(stream, std::move(*res));
             co_return;
         }
         ws_session session(stream, r, lim, role, *m);

@@ -1,5 +1,6 @@
 #include "net/detail/applied_wait.hpp"
 
+#include "core/text_rules.hpp"
 #include "net/gateway.hpp"
 #include "shards/apply_worker.hpp"
 
@@ -8,7 +9,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <limits>
 
 namespace cairn::net::detail {
@@ -52,11 +52,8 @@ std::variant<id_format, input_error> parse_id_format(const route_context& ctx) {
 }
 
 std::optional<std::uint64_t> parse_uint(std::string_view text, std::uint64_t min, std::uint64_t max) noexcept {
-    if (text.empty() || text.size() > 20) return std::nullopt;
-    std::uint64_t v = 0;
-    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;
-    if (v < min || v > max) return std::nullopt;
+    const auto v = core::parse_decimal_uint64(text);
+    if (!v || *v < min || *v > max) return std::nullopt;
     return v;
 }
 

@@ -85,14 +85,50 @@ std::optional<response> problem_for_read_error(const error_code& ec, const http:
     return std::nullopt;
 }
 
+bool iequals(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+               return lower(x) == lower(y);
+           });
+}
+
+std::string_view trim_ows(std::string_view v) {
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+    return v;
+}
+
+// The framing rules Beast leaves to the server (RFC 9112): one Host on HTTP/1.1 (at most one
+// on 1.0), and Transfer-Encoding only as a lone "chunked" (Beast itself refuses it beside a
+// Content-Length, and two Content-Lengths). Requests that break them are how requests are
+// smuggled past proxies that read them differently, so they are refused and the connection is
+// closed.
+std::optional<response> framing_problem(const http::request_parser<http::string_body>& p) {
+    const auto& h = p.get();
+    const std::size_t hosts = h.count(http::field::host);
+    if (hosts > 1 || (hosts == 0 && h.version() >= 11)) {
+        return problem(http::status::bad_request, "malformed-request", "Bad Request",
+                       hosts > 1 ? "the request has more than one Host header"
+                                 : "an HTTP/1.1 request must have a Host header",
+                       "Host", h.version(), false);
+    }
+    const std::size_t encodings = h.count(http::field::transfer_encoding);
+    if (encodings > 0) {
+        const bool lone_chunked =
+            encodings == 1 && iequals(trim_ows(to_string_view(h[http::field::transfer_encoding])), "chunked");
+        if (!lone_chunked) {
+            return problem(http::status::bad_request, "malformed-request", "Bad Request",
+                           "Transfer-Encoding must be the single value \"chunked\" (no other codings)",
+                           "Transfer-Encoding", h.version(), false);
+        }
+    }
+    return std::nullopt;
+}
+
 bool expects_continue(const request& req) {
     const auto it = req.find(http::field::expect);
     if (it == req.end()) return false;
-    const std::string_view v = to_string_view(it->value());
-    constexpr std::string_view token = "100-continue";
-    return v.size() == token.size() && std::equal(v.begin(), v.end(), token.begin(), [](char a, char b) {
-               return (a >= 'A' && a <= 'Z' ? static_cast<char>(a - 'A' + 'a') : a) == b;
-           });
+    return iequals(to_string_view(it->value()), "100-continue");
 }
 
 }  // namespace
@@ -316,6 +352,12 @@ asio::awaitable<void> http_session::async_serve() {
         parser.header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(lim.header_bytes_max, UINT32_MAX)));
         parser.body_limit(lim.body_bytes_max);
         co_await http::async_read_header(stream_, buffer_, parser, use_ec(ec));
+        if (!ec) {
+            if (auto res = framing_problem(parser)) {
+                co_await async_fail(std::move(*res));
+                co_return;
+            }
+        }
         if (!ec && !parser.is_done()) {
             if (expects_continue(parser.get())) {
                 co_await asio::async_write(stream_, asio::buffer(continue_100.data(), continue_100.size()),

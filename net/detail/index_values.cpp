@@ -1,10 +1,10 @@
 #include "net/detail/index_values.hpp"
 
 #include "core/document.hpp"
+#include "core/text_rules.hpp"
 
 #include <fmt/format.h>
 
-#include <charconv>
 
 namespace cairn::net::detail {
 namespace {
@@ -81,10 +81,9 @@ std::variant<core::index_value, std::string> index_value_of_text(const core::ind
             return core::index_value{std::string(core::id16_bytes(*id))};
         }
         case core::index_value_type::integer: {
-            std::int64_t v = 0;
-            auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-            if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) return type_rule(p);
-            return core::index_value{v};
+            const auto v = core::parse_decimal_int64(text);
+            if (!v) return type_rule(p);
+            return core::index_value{*v};
         }
         case core::index_value_type::string:
             if (text.size() > p.length_max) return type_rule(p);

@@ -1,5 +1,6 @@
 #include "net/detail/journal_write.hpp"
 
+#include "core/text_rules.hpp"
 #include "journal/journal.hpp"
 #include "net/detail/applied_wait.hpp"
 #include "net/gateway.hpp"
@@ -89,9 +90,10 @@ asio::awaitable<response> async_journal_write(gateway& gw, route_context& ctx, s
     std::string key;
     if (auto it = req.find("Idempotency-Key"); it != req.end()) {
         key = std::string(it->value());
-        if (key.empty() || key.size() > idempotency_key_bytes_max) {
+        if (key.empty() || key.size() > idempotency_key_bytes_max || core::has_control_chars(key)) {
             co_return problem(http::status::bad_request, "invalid-field", "Invalid request",
-                              fmt::format("Idempotency-Key must be 1 to {} bytes", idempotency_key_bytes_max),
+                              fmt::format("Idempotency-Key must be 1 to {} bytes with no control characters",
+                                          idempotency_key_bytes_max),
                               "Idempotency-Key", req.version(), req.keep_alive());
         }
     }

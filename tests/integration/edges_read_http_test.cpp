@@ -100,6 +100,79 @@ TEST_F(edges_read_http, pages_walk_forward_and_back_and_counts_match) {
     EXPECT_TRUE(empty["next_cursor"].is_null());
 }
 
+// A cursor continues only the query that made it (issue 13): with another node, graph, direction
+// or state, or changed by one character, it is a 400 naming "cursor", never a page of something else.
+TEST_F(edges_read_http, a_cursor_is_bound_to_the_query_that_made_it) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    start("cairn_e2e_cursor_scope");
+    std::string body = R"({"edges": [)";
+    for (int i = 0; i < 6; ++i) {
+        body += fmt::format(R"({}{{"source_id": 7, "destination_id": {}}}, {{"source_id": 8, "destination_id": {}}})",
+                            i ? "," : "", 100 + i, 100 + i);
+    }
+    body += "]}";
+    auto w = http_post(port(), "/v1/graphs/follows/edges?wait=applied", body);
+    ASSERT_TRUE(w);
+    ASSERT_EQ(w->status, 202) << w->body;
+    const auto first = get_json("/v1/graphs/follows/nodes/7/edges?limit=2");
+    ASSERT_TRUE(first["next_cursor"].is_string());
+    const std::string cursor = first["next_cursor"];
+    EXPECT_EQ(get_json("/v1/graphs/follows/nodes/7/edges?limit=2&cursor=" + cursor)["edges"].size(), 2u);
+    std::string changed = cursor;
+    changed[5] = changed[5] == 'A' ? 'B' : 'A';
+    for (const std::string& target :
+         {"/v1/graphs/follows/nodes/8/edges?limit=2&cursor=" + cursor, "/v1/graphs/likes/nodes/7/edges?limit=2&cursor=" + cursor,
+          "/v1/graphs/follows/nodes/7/edges?direction=backward&cursor=" + cursor,
+          "/v1/graphs/follows/nodes/7/edges?state=removed&cursor=" + cursor,
+          "/v1/graphs/follows/nodes/7/edges?limit=2&cursor=" + changed}) {
+        EXPECT_EQ(get_json(target, 400)["field"], "cursor") << target;
+    }
+    // Sets: a next_cursor continues the same op over the same queries only.
+    const std::string two = R"({"node_id": 7}, {"node_id": 8})";
+    auto set = [&](const std::string& op, const std::string& queries, const std::string& cursor_field) {
+        return http_post(port(), "/v1/graphs/follows/sets",
+                         fmt::format(R"({{"op": "{}", "queries": [{}], "limit": 2{}}})", op, queries, cursor_field));
+    };
+    auto page = set("intersect", two, "");
+    ASSERT_TRUE(page);
+    ASSERT_EQ(page->status, 200) << page->body;
+    const auto set_cursor = json::parse(page->body)["next_cursor"].get<std::string>();
+    const std::string with = fmt::format(R"(, "cursor": "{}")", set_cursor);
+    auto next = set("intersect", two, with);
+    ASSERT_TRUE(next);
+    EXPECT_EQ(next->status, 200) << next->body;
+    for (const auto& [op, queries] : std::vector<std::pair<std::string, std::string>>{
+             {"union", two}, {"intersect", R"({"node_id": 8}, {"node_id": 7})"}, {"intersect", R"({"node_id": 7})"}}) {
+        auto r = set(op, queries, with);
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 400) << op << " " << queries << ": " << r->body;
+        EXPECT_EQ(json::parse(r->body, nullptr, false).value("field", ""), "cursor") << r->body;
+    }
+}
+
+// One number, one spelling: ids with leading zeros or "-0" are refused, not read as another id.
+TEST_F(edges_read_http, ids_in_paths_must_be_canonical_decimals) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    start("cairn_e2e_canonical_ids");
+    for (const auto& [target, field] : std::vector<std::pair<std::string, std::string>>{
+             {"/v1/graphs/follows/nodes/07/edges", "id"},
+             {"/v1/graphs/follows/nodes/-0/count", "id"},
+             {"/v1/graphs/follows/nodes/+7/count", "id"},
+             {"/v1/graphs/follows/edges/01/2", "source"},
+             {"/v1/graphs/follows/edges/1/00", "destination"},
+             {"/v1/graphs/follows/nodes/7/edges?limit=05", "limit"},
+             {"/v1/graphs/follows/nodes/7/edges?after=-0", "after"}}) {
+        EXPECT_EQ(get_json(target, 400)["field"], field) << target;
+    }
+    get_json("/v1/graphs/follows/nodes/0/count");  // "0" itself is canonical
+    // Idempotency keys: no control characters (a tab is the one Beast lets through in a header).
+    auto r = http_post(port(), "/v1/graphs/follows/edges", R"({"source_id": 1, "destination_id": 2})",
+                       {{"Idempotency-Key", "key\twith-tab"}});
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << r->body;
+    EXPECT_EQ(json::parse(r->body, nullptr, false).value("field", ""), "Idempotency-Key") << r->body;
+}
+
 TEST_F(edges_read_http, multi_get_answers_in_request_order_with_null_for_missing) {
     CAIRN_REQUIRE_SHARDS(2u);
     start("cairn_e2e_multiget");

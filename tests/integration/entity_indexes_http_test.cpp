@@ -147,6 +147,22 @@ TEST_F(entity_indexes_http, prefix_and_range_queries_merge_every_shard_in_key_or
     EXPECT_EQ(walk(fmt::format("feed_id={}&rank.gt=6", feed)), (std::vector<std::int64_t>{7, 20}));
     EXPECT_EQ(walk(fmt::format("feed_id={}&rank=4", feed)), (std::vector<std::int64_t>{4}));
     EXPECT_EQ(walk("feed_id=" + other_feed), (std::vector<std::int64_t>{8, 9}));
+    // A cursor continues only its own query: other conditions, or a changed cursor, are a 400.
+    const auto first = json::parse(
+        send("GET", fmt::format("/v1/entities/entry/by/entries_by_feed_rank?feed_id={}&limit=2", feed)).body);
+    ASSERT_TRUE(first["next_cursor"].is_string()) << first.dump();
+    const std::string cursor = first["next_cursor"];
+    EXPECT_EQ(send("GET", fmt::format("/v1/entities/entry/by/entries_by_feed_rank?feed_id={}&limit=2&cursor={}", feed, cursor)).status,
+              200);
+    std::string changed = cursor;
+    changed[changed.size() / 2] = changed[changed.size() / 2] == '0' ? '1' : '0';
+    for (const auto& query : {fmt::format("feed_id={}&cursor={}", other_feed, cursor),
+                              fmt::format("feed_id={}&rank.gte=0&cursor={}", feed, cursor),
+                              fmt::format("feed_id={}&cursor={}", feed, changed)}) {
+        const auto r = send("GET", "/v1/entities/entry/by/entries_by_feed_rank?" + query);
+        EXPECT_EQ(r.status, 400) << query << " -> " << r.body;
+        EXPECT_EQ(json::parse(r.body, nullptr, false).value("field", std::string()), "cursor") << query;
+    }
     const auto one_shard = json::parse(send("GET", fmt::format("/v1/entities/entry/by/entries_by_feed_rank?feed_id={}&rank=4", feed)).body);
     EXPECT_EQ(one_shard["shards_read"], 1);
     const auto all_shards = json::parse(send("GET", "/v1/entities/entry/by/entries_by_feed_rank?feed_id=" + feed).body);
@@ -156,6 +172,7 @@ TEST_F(entity_indexes_http, prefix_and_range_queries_merge_every_shard_in_key_or
              {"feed_id.gte=" + feed + "&rank=1", "rank"},        // nothing after a range
              {"feed_id=" + feed + "&rank.gte=1&rank.gt=2", "rank.gt"},
              {"feed_id=" + feed + "&rank.lt=x", "rank.lt"},
+             {"feed_id=" + feed + "&rank=04", "rank"},      // one number, one spelling
              {"feed_id=" + feed + "&cursor=zz", "cursor"},
              {"", "feed_id"}}) {
         const auto r = send("GET", "/v1/entities/entry/by/entries_by_feed_rank?" + query);

@@ -3,6 +3,7 @@
 // msgpack frames (every answer matched by id, equal to what HTTP answers), per-request errors,
 // every WebSocket limit exceeded once (in flight, message size, idle), and auth on upgrade.
 #include "tests/support/e2e.hpp"
+#include "tests/support/http_client.hpp"
 #include "tests/support/ws_client.hpp"
 
 #include <boost/beast/websocket/error.hpp>
@@ -39,7 +40,10 @@ cairnd_options options(const std::string& db, const std::string& extra = {}) {
 
 TEST(ws_api, a_thousand_pipelined_writes_and_reads_in_json_and_msgpack) {
     CAIRN_REQUIRE_SHARDS(2u);
-    cairnd_process gw(options("cairn_e2e_ws"));
+    // Room for every request in flight at once: on a slow machine a journal commit can take long
+    // enough for more than the default 256 frames to arrive meanwhile (then some would get 429,
+    // which limits_in_flight_message_size_and_idle covers).
+    cairnd_process gw(options("cairn_e2e_ws", "[limits]\nws_in_flight_max = 1000\n"));
     ASSERT_TRUE(gw.start()) << gw.log_tail();
     ws_client ws(gw.port());
     ASSERT_TRUE(ws.connect());
@@ -274,6 +278,46 @@ TEST(ws_api, the_upgrade_needs_a_valid_token_and_each_request_its_role) {
     EXPECT_EQ(status[2], 200);
     // The token never reaches the log.
     EXPECT_EQ(gw.log_tail(1 << 20).find(read_token), std::string::npos);
+}
+
+// A handshake cairn cannot accept is refused as problem+json like every other refusal (issue 13),
+// not with Beast's plain text, and the gateway goes on serving.
+TEST(ws_api, handshake_refusals_are_problem_json) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    cairnd_process gw(options("cairn_e2e_ws_handshake"));
+    ASSERT_TRUE(gw.start()) << gw.log_tail();
+    const std::string head = "GET /v1/ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n";
+    const std::string key = "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n";
+    const struct {
+        std::string raw;
+        unsigned status;
+        std::string field;
+    } cases[] = {
+        {head + key + "Sec-WebSocket-Version: 8\r\n\r\n", 426, "Sec-WebSocket-Version"},
+        {head + key + "\r\n", 426, "Sec-WebSocket-Version"},
+        {head + "Sec-WebSocket-Version: 13\r\n\r\n", 400, "Sec-WebSocket-Key"},
+        {head + "Sec-WebSocket-Key: c2hvcnQ=\r\nSec-WebSocket-Version: 13\r\n\r\n", 400, "Sec-WebSocket-Key"},
+        {head + key + key + "Sec-WebSocket-Version: 13\r\n\r\n", 400, "Sec-WebSocket-Key"},
+    };
+    for (const auto& c : cases) {
+        http_client client(gw.port());
+        ASSERT_TRUE(client.write_raw(c.raw));
+        auto r = client.read_reply();
+        ASSERT_TRUE(r) << r.error().message() << " for " << c.raw;
+        EXPECT_EQ(r.value().code(), c.status) << c.raw;
+        EXPECT_EQ(r.value().header(boost::beast::http::field::content_type), "application/problem+json") << c.raw;
+        const auto j = json::parse(r.value().body, nullptr, false);
+        EXPECT_EQ(j.value("field", ""), c.field) << r.value().body;
+        if (c.status == 426) {
+            EXPECT_EQ(r.value().header(boost::beast::http::field::sec_websocket_version), "13");
+        }
+    }
+    ws_client ws(gw.port());
+    ASSERT_TRUE(ws.connect());
+    ASSERT_TRUE(ws.send_text(R"({"id": 1, "path": "/v1/graphs/g/nodes/1/count"})"));
+    auto f = ws.read();
+    ASSERT_TRUE(f);
+    EXPECT_EQ(json::parse(f.value().data)["status"], 200);
 }
 
 }  // namespace
