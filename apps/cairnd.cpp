@@ -33,6 +33,8 @@
 #include <boost/asio/strand.hpp>
 #include <spdlog/spdlog.h>
 
+#include <sys/resource.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -107,6 +109,27 @@ private:
     std::thread thread_;
 };
 
+// Raises the soft limit of open files to the hard one: each connection, shard connection and the
+// journal take a descriptor, and Debian's default soft limit (1,024) is below connections_max
+// plus the pools, so the listener would fail accepts (EMFILE) before connections_max is reached.
+// Warns when even the hard limit is too low.
+void raise_open_files_limit(const core::config& cfg) {
+    rlimit rl{};
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlimit raised = rl;
+        raised.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+    }
+    const std::size_t per_shard = cfg.lim.read_pool_connections + 4;  // reads, apply, cleaner, spare
+    const std::size_t needed = cfg.lim.connections_max * 2 + cfg.shards.size() * per_shard + 64;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < needed) {
+        spdlog::warn("open files limit is {} (hard {}); limits.connections_max = {} needs about {}: raise it "
+                     "(ulimit -n, LimitNOFILE=) or accepts will fail with EMFILE",
+                     rl.rlim_cur, rl.rlim_max, cfg.lim.connections_max, needed);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -154,6 +177,7 @@ int main(int argc, char** argv) {
         return 0;
     }
 
+    raise_open_files_limit(cfg);
     core::registry metrics;
     core::hlc clock(cfg.node_id);
     journal::options jopts;

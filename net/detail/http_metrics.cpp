@@ -21,7 +21,9 @@ http_metrics::http_metrics(core::registry& reg, const router& r)
                                   core::histogram::latency_bounds())),
       connections_(reg.add_gauge("cairn_http_connections", "Open HTTP connections")),
       accept_errors_(reg.add_counter("cairn_http_accept_errors_total",
-                                     "Failed accepts (e.g. EMFILE); the listener backs off after each")) {
+                                     "Failed accepts (e.g. EMFILE); the listener backs off after each")),
+      evictions_(reg.add_counter("cairn_http_connections_evicted_total",
+                                 "Connections waiting for a request closed to admit a new one at limits.connections_max")) {
     for (std::size_t i = 0; i < (routes_cached_ + 1) * status_count; ++i) {
         cells_[i].store(nullptr, std::memory_order_relaxed);
     }

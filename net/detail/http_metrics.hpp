@@ -1,5 +1,5 @@
 // The HTTP server's metrics: requests by route pattern and status, request duration, open
-// connections and accept errors. Counter cells are looked up once per (route, status) and then
+// connections, accept errors and connections closed to admit others. Counter cells are looked up once per (route, status) and then
 // cached, so the request path takes no lock. Any thread.
 #pragma once
 
@@ -26,6 +26,7 @@ public:
     void observe_duration(std::chrono::nanoseconds d) noexcept { duration_.observe(d); }
     void set_connections(std::size_t n) noexcept { connections_.set(static_cast<double>(n)); }
     void count_accept_error() noexcept { accept_errors_.inc(); }
+    void count_eviction() noexcept { evictions_.inc(); }
     std::uint64_t accept_errors() const noexcept { return accept_errors_.value(); }
 
 private:
@@ -41,6 +42,7 @@ private:
     core::histogram& duration_;
     core::gauge& connections_;
     core::counter& accept_errors_;
+    core::counter& evictions_;
 };
 
 }  // namespace cairn::net::detail

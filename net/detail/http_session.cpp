@@ -216,29 +216,66 @@ asio::awaitable<void> server_state::async_reject(std::shared_ptr<server_state> s
 }
 
 server_state::admission server_state::admit(const std::shared_ptr<http_session>& s) {
-    std::lock_guard lock(mu);
-    if (stopping.load(std::memory_order_relaxed)) return admission::stopping;
-    if (session_count >= opts.lim.connections_max) {
-        if (rejecting >= rejecting_max) return admission::stopping;  // Too many 503s in flight: just close.
-        ++rejecting;
-        return admission::full;
+    std::shared_ptr<http_session> victim;
+    {
+        std::lock_guard lock(mu);
+        if (stopping.load(std::memory_order_relaxed)) return admission::stopping;
+        if (session_count >= opts.lim.connections_max) {
+            // Entries that no longer lock belong to sessions being destroyed; their destructors
+            // take them off the list.
+            for (const auto& w : waiting) {
+                if ((victim = w.lock())) break;
+            }
+            if (victim) {
+                unlink_locked(*victim);  // its slot is the new one's from now on
+            } else {
+                if (rejecting >= rejecting_max) return admission::stopping;  // Too many 503s in flight: just close.
+                ++rejecting;
+                return admission::full;
+            }
+        }
+        s->self_it_ = sessions.insert(sessions.end(), s);
+        s->registered_ = true;
+        ++session_count;
+        metrics.set_connections(session_count);
     }
-    s->self_it_ = sessions.insert(sessions.end(), s);
-    s->registered_ = true;
-    ++session_count;
-    metrics.set_connections(session_count);
+    if (victim) {
+        metrics.count_eviction();
+        auto ex = victim->get_executor();
+        asio::post(ex, [v = std::move(victim)] { v->evict(); });
+    }
     return admission::admitted;
+}
+
+void server_state::set_waiting(http_session& s, bool now_waiting) {
+    std::lock_guard lock(mu);
+    if (!s.registered_ || s.in_waiting_ == now_waiting) return;
+    if (now_waiting) {
+        s.waiting_it_ = waiting.insert(waiting.end(), s.weak_from_this());
+    } else {
+        waiting.erase(s.waiting_it_);
+    }
+    s.in_waiting_ = now_waiting;
+}
+
+void server_state::unlink_locked(http_session& s) {
+    if (s.in_waiting_) {
+        waiting.erase(s.waiting_it_);
+        s.in_waiting_ = false;
+    }
+    if (!s.registered_) return;
+    sessions.erase(s.self_it_);
+    s.registered_ = false;
+    --session_count;
+    metrics.set_connections(session_count);
 }
 
 void server_state::release(http_session& s, bool post_cancel) {
     bool last = false;
     {
         std::lock_guard lock(mu);
-        if (!s.registered_) return;
-        sessions.erase(s.self_it_);
-        s.registered_ = false;
-        --session_count;
-        metrics.set_connections(session_count);
+        if (!s.registered_ && !s.in_waiting_) return;
+        unlink_locked(s);
         last = session_count == 0 && stopping.load(std::memory_order_relaxed);
     }
     if (last && post_cancel) {
@@ -314,6 +351,11 @@ void http_session::close_if_idle() {
 
 void http_session::close() { stream_.close(); }
 
+void http_session::evict() {
+    evicted_ = true;
+    if (reading_header_) close();
+}
+
 asio::awaitable<void> http_session::async_run(std::shared_ptr<http_session> self) {
     try {
         co_await self->async_serve();
@@ -332,6 +374,10 @@ asio::awaitable<void> http_session::async_serve() {
     // preceded by up to timeout_idle of silence, and then must arrive whole within timeout_read.
     stream_.expires_after(lim.timeout_read);
     for (;;) {
+        if (evicted_) co_return;
+        // From here until its header is read, this connection may be evicted for a new one.
+        reading_header_ = true;
+        server_->set_waiting(*this, true);
         if (buffer_.size() == 0) {
             if (server_->stopping.load(std::memory_order_acquire)) co_return;
             if (buffer_.capacity() > buffer_keep_bytes) buffer_.shrink_to_fit();
@@ -352,6 +398,8 @@ asio::awaitable<void> http_session::async_serve() {
         parser.header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(lim.header_bytes_max, UINT32_MAX)));
         parser.body_limit(lim.body_bytes_max);
         co_await http::async_read_header(stream_, buffer_, parser, use_ec(ec));
+        reading_header_ = false;
+        server_->set_waiting(*this, false);
         if (!ec) {
             if (auto res = framing_problem(parser)) {
                 co_await async_fail(std::move(*res));
@@ -400,8 +448,8 @@ asio::awaitable<void> http_session::async_serve() {
         }
 
         // A handler may ask to close (Connection: close); otherwise the request decides.
-        const bool keep_alive =
-            req.keep_alive() && res.keep_alive() && !server_->stopping.load(std::memory_order_acquire);
+        const bool keep_alive = req.keep_alive() && res.keep_alive() && !evicted_ &&
+                                !server_->stopping.load(std::memory_order_acquire);
         res.version(req.version());
         res.keep_alive(keep_alive);
         res.set(http::field::server, "cairn");

@@ -32,6 +32,8 @@ struct server_state : std::enable_shared_from_this<server_state> {
                  core::registry& reg);
 
     using session_list = std::list<std::weak_ptr<http_session>>;
+    // Sessions waiting for (the header of) their next request, oldest wait first.
+    using waiting_list = std::list<std::weak_ptr<http_session>>;
 
     // Accepts until stop(); errors back off instead of spinning.
     static boost::asio::awaitable<void> async_accept_loop(std::shared_ptr<server_state> self);
@@ -39,13 +41,20 @@ struct server_state : std::enable_shared_from_this<server_state> {
     static boost::asio::awaitable<void> async_reject(std::shared_ptr<server_state> self,
                                                      boost::asio::ip::tcp::socket socket);
 
-    // Registers s unless the server is full or stopping. Called on the acceptor's strand.
+    // Registers s unless the server is stopping. At connections_max, the connection that has
+    // waited longest for a request is evicted to make room (so that idle keep-alive and slowloris
+    // connections cannot hoard the slots); only when none waits is the server full. Called on the
+    // acceptor's strand.
     enum class admission { admitted, full, stopping };
     admission admit(const std::shared_ptr<http_session>& s);
+    // s begins or ends waiting for a request's header. On s's strand.
+    void set_waiting(http_session& s, bool waiting);
     // Deregisters s (idempotent). When the last session of a stopping server ends, the stop
     // timer is cancelled so that the io_context can run out of work. post_cancel is false from
     // destructors, which may run while the io_context is being destroyed.
     void release(http_session& s, bool post_cancel);
+    // Under mu: takes s off both lists.
+    void unlink_locked(http_session& s);
 
     void stop();
     // On the acceptor's strand.
@@ -68,6 +77,7 @@ struct server_state : std::enable_shared_from_this<server_state> {
 
     mutable std::mutex mu;
     session_list sessions;         // guarded by mu
+    waiting_list waiting;          // guarded by mu; a subset of sessions
     std::size_t session_count = 0; // guarded by mu; sessions.size() without walking the list
     std::size_t rejecting = 0;     // guarded by mu
 };
@@ -86,6 +96,9 @@ public:
     // unconditionally.
     void close_if_idle();
     void close();
+    // On the session's strand, after the server evicted it: closes the connection if it still
+    // waits for a request's header; otherwise the request being served is the last one.
+    void evict();
 
 private:
     friend struct server_state;
@@ -98,10 +111,14 @@ private:
     boost::beast::tcp_stream stream_;
     boost::beast::flat_buffer buffer_;
     bool idle_ = false;
+    bool reading_header_ = false;  // from the wait for a request until its header is read
+    bool evicted_ = false;
     bool upgraded_ = false;
     stop_notice stop_notice_;               // for the upgrade handler
     bool registered_ = false;               // guarded by server_->mu
     server_state::session_list::iterator self_it_;  // guarded by server_->mu
+    bool in_waiting_ = false;               // guarded by server_->mu
+    server_state::waiting_list::iterator waiting_it_;  // guarded by server_->mu
 };
 
 // After an error response: stops sending, reads and drops what the peer still sends (so that

@@ -225,14 +225,27 @@ TEST_F(http_server_test, header_over_the_limit_is_431) {
     EXPECT_TRUE(c.wait_closed(2s));
 }
 
-TEST_F(http_server_test, connections_over_the_limit_get_503_with_retry_after) {
+// True once the metrics text holds `series value`, within max.
+bool wait_metric(const core::registry& reg, const std::string& line, std::chrono::milliseconds max) {
+    const auto until = std::chrono::steady_clock::now() + max;
+    while (reg.render().find(line) == std::string::npos) {
+        if (std::chrono::steady_clock::now() > until) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return true;
+}
+
+// Only connections that are all busy make the server full: a 503 then, and a slot frees once one ends.
+TEST_F(http_server_test, connections_over_the_limit_get_503_when_every_one_is_busy) {
     auto lim = test::small_limits();
     lim.connections_max = 2;
     start(lim);
+    const int before = waits_started.load();
     http_client a(port());
     http_client b(port());
-    ASSERT_TRUE(a.send(http::verb::get, "/hello"));
-    ASSERT_TRUE(b.send(http::verb::get, "/hello"));
+    ASSERT_TRUE(a.write_raw("GET /wait/1500 HTTP/1.1\r\nHost: x\r\n\r\n"));
+    ASSERT_TRUE(b.write_raw("GET /wait/1500 HTTP/1.1\r\nHost: x\r\n\r\n"));
+    await_wait_started(before + 1);
     EXPECT_EQ(srv_->server->connections(), 2u);
 
     http_client c(port());
@@ -242,18 +255,49 @@ TEST_F(http_server_test, connections_over_the_limit_get_503_with_retry_after) {
     EXPECT_EQ(r.value().header(http::field::retry_after), "1");
     EXPECT_FALSE(r.value().keep_alive);
     EXPECT_TRUE(c.wait_closed(2s));
-    EXPECT_TRUE(a.send(http::verb::get, "/hello"));  // The admitted ones keep working.
+    // The busy ones are answered, then wait for their next request: evictable again.
+    ASSERT_TRUE(a.read_reply());
+    ASSERT_TRUE(b.read_reply());
+    http_client d(port());
+    auto served = d.send(http::verb::get, "/hello");
+    ASSERT_TRUE(served) << served.error().message();
+    EXPECT_EQ(served.value().code(), 200u);
+}
 
-    // A slot frees up once a connection closes (the server notices asynchronously).
-    a.close();
-    bool served = false;
-    for (int attempt = 0; attempt < 200 && !served; ++attempt) {
-        http_client d(port());
-        auto again = d.send(http::verb::get, "/hello");
-        served = again && again.value().code() == 200;
-        if (!served) std::this_thread::sleep_for(10ms);
-    }
-    EXPECT_TRUE(served);
+// At the limit, the connection that has waited longest for a request (idle keep-alive, or a
+// slowloris header that never ends) is closed to admit the new one, so real clients and the
+// health probes always get in (issue 13). A connection busy with a request is never evicted.
+TEST_F(http_server_test, at_the_limit_the_longest_waiting_connection_is_evicted) {
+    auto lim = test::small_limits();
+    lim.connections_max = 3;
+    start(lim);
+    http_client idle(port());
+    ASSERT_TRUE(idle.send(http::verb::get, "/hello"));  // served, then waits: the oldest wait
+    http_client loris(port());
+    ASSERT_TRUE(loris.write_raw("GET /hello HTTP/1.1\r\nHost: x\r\nX-Slow: "));
+    const int before = waits_started.load();
+    http_client busy(port());
+    ASSERT_TRUE(busy.write_raw("GET /wait/800 HTTP/1.1\r\nHost: x\r\n\r\n"));
+    await_wait_started(before);
+    EXPECT_EQ(srv_->server->connections(), 3u);
+
+    http_client first(port());
+    auto r1 = first.send(http::verb::get, "/hello");
+    ASSERT_TRUE(r1) << r1.error().message();
+    EXPECT_EQ(r1.value().code(), 200u);
+    EXPECT_TRUE(idle.wait_closed(2s)) << "the longest-idle connection was not evicted";
+    http_client second(port());
+    auto r2 = second.send(http::verb::get, "/hello");
+    ASSERT_TRUE(r2) << r2.error().message();
+    EXPECT_EQ(r2.value().code(), 200u);
+    EXPECT_TRUE(loris.wait_closed(2s)) << "the slowloris connection was not evicted";
+    // The busy one was not touched: its answer comes, on a connection still open.
+    auto busy_reply = busy.read_reply();
+    ASSERT_TRUE(busy_reply) << busy_reply.error().message();
+    EXPECT_EQ(busy_reply.value().code(), 200u);
+    EXPECT_TRUE(busy_reply.value().keep_alive);
+    EXPECT_TRUE(wait_metric(srv_->metrics, "cairn_http_connections_evicted_total 2", 2s)) << srv_->metrics.render();
+    EXPECT_LE(srv_->server->connections(), 3u);
 }
 
 TEST_F(http_server_test, silent_client_is_disconnected_after_timeout_read) {
