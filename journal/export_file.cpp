@@ -268,7 +268,7 @@ core::result<bool> read_ops_block(const source& s, const export_range& range, st
 // Unpacks one frame's msgpack (throws msgpack-c's exceptions; callers catch them). Records are
 // arrays of integers and one bin, two levels deep.
 msgpack::object_handle unpack_frame(std::string_view content, std::size_t array_max) {
-    const msgpack::unpack_limit limit(array_max, 0, 0, core::op_record_bytes_max, 0, 3);
+    const msgpack::unpack_limit limit(std::min(array_max, content.size()), 0, 0, core::op_record_bytes_max, 0, 3);
     std::size_t offset = 0;
     msgpack::object_handle oh = msgpack::unpack(content.data(), content.size(), offset, nullptr, nullptr, limit);
     if (offset != content.size()) throw msgpack::type_error();

@@ -298,7 +298,7 @@ asio::awaitable<response> async_replay_journal(gateway& gw, route_context& ctx) 
 std::variant<std::vector<journal::timed_op>, input_error> parse_records(std::string_view body) {
     std::vector<journal::timed_op> out;
     try {
-        const msgpack::unpack_limit limit(records_max, 3, 0, 1 << 20, 0, 3);
+        const msgpack::unpack_limit limit(std::min(records_max, body.size()), 3, 0, 1 << 20, 0, 3);
         std::size_t offset = 0;
         const auto handle = msgpack::unpack(body.data(), body.size(), offset, nullptr, nullptr, limit);
         if (offset != body.size()) return input_error{"body", "has bytes after the msgpack array"};

@@ -6,6 +6,8 @@
 
 #include <msgpack.hpp>
 
+#include <algorithm>
+
 namespace cairn::journal::detail {
 namespace {
 
@@ -54,7 +56,8 @@ error_task unpack_task_fields(const msgpack::object* f) {
 
 // Limits that fit every valid record; anything larger is corrupt.
 msgpack::object_handle unpack_bounded(std::span<const char> bytes, std::size_t array_max) {
-    const msgpack::unpack_limit limit(array_max, 0, task_error_bytes_max, core::op_record_bytes_max, 0, 3);
+    const msgpack::unpack_limit limit(std::min(array_max, bytes.size()), 0, task_error_bytes_max,
+                                      core::op_record_bytes_max, 0, 3);
     std::size_t offset = 0;
     msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr, nullptr, limit);
     if (offset != bytes.size()) throw msgpack::type_error();

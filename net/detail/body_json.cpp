@@ -19,26 +19,17 @@ struct string_writer {
 };
 using packer = msgpack::packer<string_writer>;
 
-// Canonical msgpack of a JSON value: object members sorted by key; a repeated key keeps its
-// last value, as in most JSON readers.
+// Canonical msgpack of a JSON value: object members sorted by key. Keys are unique (shape_error
+// refuses a repeated one first).
 void pack_json(packer& pk, const simdjson::dom::element& v) {
     switch (v.type()) {
         case simdjson::dom::element_type::OBJECT: {
             std::vector<std::pair<std::string_view, simdjson::dom::element>> members;
             const simdjson::dom::object obj = v.get_object().value_unsafe();
             for (auto [key, value] : obj) members.emplace_back(key, value);
-            std::stable_sort(members.begin(), members.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-            // Repeated keys: the last one written wins, as in most JSON readers.
-            std::vector<std::pair<std::string_view, simdjson::dom::element>> unique;
-            for (auto& m : members) {
-                if (!unique.empty() && unique.back().first == m.first) {
-                    unique.back() = m;
-                } else {
-                    unique.push_back(m);
-                }
-            }
-            pk.pack_map(static_cast<std::uint32_t>(unique.size()));
-            for (const auto& [key, value] : unique) {
+            std::sort(members.begin(), members.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+            pk.pack_map(static_cast<std::uint32_t>(members.size()));
+            for (const auto& [key, value] : members) {
                 pk.pack_str(static_cast<std::uint32_t>(key.size()));
                 pk.pack_str_body(key.data(), static_cast<std::uint32_t>(key.size()));
                 pack_json(pk, value);
@@ -112,6 +103,15 @@ std::optional<std::string> shape_error(const simdjson::dom::element& v, std::siz
         if (obj.size() > stored_body_elements_max) {
             return fmt::format("has an object of {} members; at most {} are allowed", obj.size(), stored_body_elements_max);
         }
+        // A repeated key is refused rather than resolved: readers disagree on which one wins, so
+        // the body a client meant is not knowable (issue 13).
+        std::vector<std::string_view> keys;
+        keys.reserve(obj.size());
+        for (auto [key, value] : obj) keys.push_back(key);
+        std::sort(keys.begin(), keys.end());
+        if (auto dup = std::adjacent_find(keys.begin(), keys.end()); dup != keys.end()) {
+            return fmt::format("has the key \"{}\" twice in one object", dup->substr(0, 64));
+        }
         for (auto [key, value] : obj) {
             if (auto e = shape_error(value, depth + 1)) return e;
         }
@@ -153,8 +153,10 @@ std::optional<std::string> stored_body_json(std::string_view stored) {
     auto packed = core::decode_body(stored, stored_body_decoded_max);
     if (!packed) return std::nullopt;
     try {
-        const msgpack::unpack_limit limit(stored_body_elements_max, stored_body_elements_max, packed.value().size(), 0, 0,
-                                          stored_body_depth_max);
+        // No header may claim more elements than there are bytes left to hold them (see ws_message.cpp).
+        const std::size_t elements = std::min(stored_body_elements_max, packed.value().size());
+        const msgpack::unpack_limit limit(elements, std::min(stored_body_elements_max, packed.value().size() / 2),
+                                          packed.value().size(), 0, 0, stored_body_depth_max);
         std::size_t offset = 0;
         auto oh = msgpack::unpack(packed.value().data(), packed.value().size(), offset, nullptr, nullptr, limit);
         if (offset != packed.value().size()) return std::nullopt;

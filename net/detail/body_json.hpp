@@ -1,5 +1,5 @@
 // JSON-object bodies of the document models (cells, entities) as stored bodies and back:
-// canonical msgpack (object keys sorted, a repeated key keeps its last value), so that equal
+// canonical msgpack (object keys sorted; a repeated key is refused), so that equal
 // objects are equal bytes whatever the key order a client sent; zstd above a threshold
 // (core/document.hpp). Included by the files that parse bodies (it pulls in simdjson).
 #pragma once
@@ -25,7 +25,7 @@ inline constexpr std::size_t stored_body_elements_max = 65'536;
 inline constexpr std::size_t stored_body_depth_max = 64;
 
 // value must be a JSON object with at most stored_body_elements_max elements in any array or
-// object and at most stored_body_depth_max levels; the stored body must fit
+// object, no key twice in one object, and at most stored_body_depth_max levels; the stored body must fit
 // core::stored_body_bytes_max. Errors name field.
 std::variant<std::string, input_error> stored_body_of(const simdjson::dom::element& value, const std::string& field,
                                                       std::size_t compress_min);

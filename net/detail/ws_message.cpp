@@ -4,7 +4,10 @@
 
 #include <msgpack.hpp>
 
+#include <algorithm>
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace cairn::net::detail {
 namespace {
@@ -14,26 +17,72 @@ namespace http = boost::beast::http;
 constexpr int message_depth_max = ws_message_depth_max;
 constexpr std::size_t id_string_bytes_max = ws_id_string_bytes_max;
 
-// Parses JSON text with a depth limit (nlohmann's parser itself is iterative).
+// Parses JSON text with a depth limit (nlohmann's parser itself is iterative), refusing a key
+// that appears twice in one object (which one would win is the reader's guess, not the client's).
 std::optional<json> parse_json_limited(std::string_view text) {
-    bool too_deep = false;
-    auto cb = [&](int depth, json::parse_event_t, json&) {
-        if (depth > message_depth_max) too_deep = true;
-        return !too_deep;
+    bool refused = false;
+    std::vector<std::vector<std::string>> keys;  // the keys seen, per open object
+    auto cb = [&](int depth, json::parse_event_t event, json& parsed) {
+        if (depth > message_depth_max) refused = true;
+        if (refused) return false;
+        switch (event) {
+            case json::parse_event_t::object_start: keys.emplace_back(); break;
+            case json::parse_event_t::object_end:
+                if (!keys.empty()) keys.pop_back();
+                break;
+            case json::parse_event_t::key: {
+                if (keys.empty()) break;
+                auto& seen = keys.back();
+                const auto& k = parsed.get_ref<const std::string&>();
+                if (std::find(seen.begin(), seen.end(), k) != seen.end()) {
+                    refused = true;
+                    return false;
+                }
+                seen.push_back(k);
+                break;
+            }
+            default: break;
+        }
+        return true;
     };
     json j = json::parse(text.begin(), text.end(), cb, /*allow_exceptions=*/false);
-    if (too_deep || j.is_discarded()) return std::nullopt;
+    if (refused || j.is_discarded()) return std::nullopt;
     return j;
+}
+
+// True when no map of o (at most message_depth_max deep) has a key twice.
+bool map_keys_unique(const msgpack::object& o) {
+    if (o.type == msgpack::type::ARRAY) {
+        for (std::uint32_t i = 0; i < o.via.array.size; ++i) {
+            if (!map_keys_unique(o.via.array.ptr[i])) return false;
+        }
+    } else if (o.type == msgpack::type::MAP) {
+        std::vector<std::string_view> keys;
+        keys.reserve(o.via.map.size);
+        for (std::uint32_t i = 0; i < o.via.map.size; ++i) {
+            const auto& kv = o.via.map.ptr[i];
+            if (kv.key.type == msgpack::type::STR) keys.emplace_back(kv.key.via.str.ptr, kv.key.via.str.size);
+            if (!map_keys_unique(kv.val)) return false;
+        }
+        std::sort(keys.begin(), keys.end());
+        if (std::adjacent_find(keys.begin(), keys.end()) != keys.end()) return false;
+    }
+    return true;
 }
 
 // Parses msgpack with msgpack-c's iterative unpacker and its depth limit first; nlohmann's
 // recursive reader then only sees input known to be shallow.
 std::optional<json> parse_msgpack_limited(std::string_view bytes) {
     try {
-        const msgpack::unpack_limit limit(1 << 20, 1 << 20, bytes.size(), bytes.size(), bytes.size(), message_depth_max);
+        // Every element takes at least a byte (a map entry two), so no header may claim more: a
+        // frame of a few bytes that claims millions of elements is refused before msgpack-c
+        // allocates room for them (an allocation bomb).
+        const std::size_t elements = std::min<std::size_t>(1 << 20, bytes.size());
+        const msgpack::unpack_limit limit(elements, elements / 2, bytes.size(), bytes.size(), bytes.size(),
+                                          message_depth_max);
         std::size_t offset = 0;
-        (void)msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr, nullptr, limit);
-        if (offset != bytes.size()) return std::nullopt;
+        const auto oh = msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr, nullptr, limit);
+        if (offset != bytes.size() || !map_keys_unique(oh.get())) return std::nullopt;
     } catch (const std::exception&) {
         return std::nullopt;
     }
@@ -64,8 +113,8 @@ message parse_unchecked(std::string_view data, bool binary) {
     message m;
     auto parsed = binary ? parse_msgpack_limited(data) : parse_json_limited(data);
     if (!parsed || !parsed->is_object()) {
-        m.error = binary ? "a binary frame must be one msgpack map (nested at most 32 deep)"
-                         : "a text frame must be one JSON object (nested at most 32 deep)";
+        m.error = binary ? "a binary frame must be one msgpack map (nested at most 32 deep, no key twice in a map)"
+                         : "a text frame must be one JSON object (nested at most 32 deep, no key twice in an object)";
         return m;
     }
     json& j = *parsed;

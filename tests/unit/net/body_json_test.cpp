@@ -44,6 +44,20 @@ TEST(body_json, the_largest_array_a_write_accepts_reads_back_and_one_more_is_ref
     EXPECT_NE(std::get<input_error>(refused).detail.find("65537 elements"), std::string::npos);
 }
 
+// A key twice in one object (at any depth) is refused, naming it: which one a reader keeps is
+// its guess, not the client's (issue 13). The same key in two objects is fine.
+TEST(body_json, a_key_twice_in_one_object_is_refused) {
+    simdjson::dom::element root;
+    for (const std::string text : {R"({"a": 1, "a": 2})", R"({"x": {"b": [1, {"k": 1, "k": 1}]}})"}) {
+        ASSERT_FALSE(parse_json(text, root));
+        auto r = stored_body_of(root, "body", 512);
+        ASSERT_TRUE(std::holds_alternative<input_error>(r)) << text;
+        EXPECT_NE(std::get<input_error>(r).detail.find("twice"), std::string::npos) << std::get<input_error>(r).detail;
+    }
+    ASSERT_FALSE(parse_json(R"({"a": {"k": 1}, "b": {"k": 2}})", root));
+    EXPECT_TRUE(std::holds_alternative<std::string>(stored_body_of(root, "body", 512)));
+}
+
 // Found by body_json_fuzz (tests/fuzz/corpus/body_json/regression-nan-float32): a float that is not
 // finite rendered as "nan", which is not JSON.
 TEST(body_json, a_row_holding_a_float_that_is_not_finite_is_not_a_body) {
