@@ -10,6 +10,8 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <sys/resource.h>
+
 #include <fstream>
 #include <iostream>
 
@@ -52,7 +54,7 @@ int main(int argc, char** argv) {
     std::string summarize_dir;
     std::string summary_out;
     std::string summary_label = "results";
-    app.add_option("-s,--scenario", cfg.scenario, "write, get, page, count, drain, restart (sustained: not yet)")
+    app.add_option("-s,--scenario", cfg.scenario, "write, sustained, drain, get, page, count, restart, hoard, bomb")
         ->check(CLI::IsMember([] {
             std::vector<std::string> names;
             for (const auto& s : scenarios()) names.push_back(s.name);
@@ -90,6 +92,9 @@ int main(int argc, char** argv) {
     app.add_option("--rate-max", cfg.rate_max, "sustained: the highest rate the search tries (it starts at --rate, "
                                                "default 1000)")
         ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    app.add_option("--hoarders", cfg.hoarders, "hoard: idle and slowloris connections held against cairnd")
+        ->check(CLI::Range(0u, 60000u))
         ->capture_default_str();
     app.add_option("--restarts", cfg.restarts, "restart: measured restarts")->check(CLI::Range(1u, 100u))->capture_default_str();
     app.add_option("--cairnd", cfg.cairnd_binary, "drain, restart, sustained: the cairnd binary to start")->check(CLI::ExistingFile);
@@ -129,6 +134,11 @@ int main(int argc, char** argv) {
         cfg.shards = std::move(parsed).value();
     }
 
+    // hoard holds thousands of connections: the open-files soft limit (often 1,024) goes up to the hard one.
+    if (rlimit rl{}; getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &rl);
+    }
     const run_report r = run_scenario(cfg);
     if (!quiet) std::cout << to_text(r) << std::flush;
     if (!json_path.empty()) {

@@ -2,6 +2,7 @@
 
 #include "apps/bench/cairnd_runner.hpp"
 #include "apps/bench/edge_sql.hpp"
+#include "apps/bench/hostile.hpp"
 #include "apps/bench/http_conn.hpp"
 #include "apps/bench/sustained.hpp"
 #include "apps/bench/ws_conn.hpp"
@@ -1040,6 +1041,10 @@ const std::vector<scenario_def>& scenarios() {
         {"page", "5. page of 100 edges by cursor vs the same range query direct", run_page},
         {"count", "6. count of a node with 1,000,000 edges vs direct COUNT(*)", run_count},
         {"restart", "8. time from start to ready with N unapplied ops (no baseline)", run_restart},
+        {"hoard", "issue 13: a real client's p99 beside 10,000 idle and slowloris connections vs alone (cairn-http)",
+         run_hoard},
+        {"bomb", "issue 13: parse cost of malformed WebSocket messages (allocation bombs) vs normal ones of the same size",
+         run_bomb},
     };
     return s;
 }

@@ -44,6 +44,7 @@ struct bench_config {
     std::uint64_t backlog = 100000; // drain, restart: journaled edges
     std::uint32_t restarts = 3;     // restart: measured restarts
     double rate_max = 256000;       // sustained: the search's highest rate (it starts at load.rate or 1000)
+    std::uint32_t hoarders = 10000; // hoard: idle and slowloris connections held against cairnd
     std::uint64_t seed = 1;
     // drain, restart, sustained: the cairnd that cairn-bench starts and stops itself
     std::string cairnd_binary;

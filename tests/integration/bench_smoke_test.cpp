@@ -107,6 +107,27 @@ TEST_F(bench_smoke, load_scenarios_against_cairn_and_direct) {
     EXPECT_EQ(cairnd.terminate(), 0) << cairnd.log_tail();
 }
 
+// Issue 13's lines: the hoard scenario against a cairnd whose connection limit the hoarders
+// exceed (so that eviction is exercised), and the parser's bomb line.
+TEST_F(bench_smoke, hostile_clients_hoard_and_bomb) {
+    cairnd_options opts;
+    opts.database = smoke_db;
+    opts.extra_toml = "[limits]\nconnections_max = 64\n";
+    cairnd_process cairnd(opts);
+    ASSERT_TRUE(cairnd.start()) << cairnd.log_tail();
+    const std::string common = fmt::format("--port {} --warmup 0.2 --duration 1 --concurrency 2", cairnd.port());
+    auto hoard = run_bench("hoard", fmt::format("--scenario hoard --target cairn-http --hoarders 300 {}", common));
+    expect_sane(hoard, "hoard");
+    EXPECT_GT(hoard["extra"]["baseline_p99_us"].get<double>(), 0.0) << hoard.dump(2);
+    EXPECT_GT(hoard["extra"]["p99_ratio"].get<double>(), 0.0);
+    EXPECT_GT(hoard["extra"]["evicted_during_run"].get<double>(), 0.0) << "300 hoarders over a limit of 64 evicted none";
+    auto bomb = run_bench("bomb", fmt::format("--scenario bomb --target cairn-ws {}", common));
+    expect_sane(bomb, "bomb");
+    EXPECT_GT(bomb["extra"]["normal_ns"].get<double>(), 0.0) << bomb.dump(2);
+    EXPECT_GT(bomb["extra"]["worst_ratio"].get<double>(), 0.0);
+    EXPECT_EQ(cairnd.terminate(), 0) << cairnd.log_tail();
+}
+
 TEST_F(bench_smoke, drain_and_restart_drive_their_own_cairnd) {
     const std::string common = fmt::format("--cairnd '{}' --cairnd-config '{}' --work-dir '{}' --backlog 3000 --shards {}",
                                            CAIRN_CAIRND_PATH, config_, dir_ + "/work", shard_list());

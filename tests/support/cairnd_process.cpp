@@ -8,7 +8,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -76,13 +76,23 @@ bool cairnd_process::start(std::chrono::seconds timeout) {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    const int rc = posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) {
+    // fork + exec rather than posix_spawn, for two things the child does before exec: it dies with
+    // the test process (PR_SET_PDEATHSIG: a test that crashes leaves no cairnd behind, holding its
+    // port and database), and it closes every descriptor beyond stderr (the test's sockets and
+    // files must not live on in cairnd). Only async-signal-safe calls between fork and exec.
+    const pid_t parent = ::getpid();
+    const int log_fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0) return false;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+        if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(127);
+        if (::dup2(log_fd, STDOUT_FILENO) < 0 || ::dup2(log_fd, STDERR_FILENO) < 0) ::_exit(127);
+        ::close_range(3, ~0U, 0);
+        ::execve(binary.c_str(), argv.data(), environ);
+        ::_exit(127);
+    }
+    ::close(log_fd);
+    if (pid_ < 0) {
         pid_ = -1;
         return false;
     }

@@ -34,6 +34,7 @@ public:
     ~cairnd_process();  // SIGKILL if still running
 
     // Starts cairnd and waits (up to timeout) until GET /livez answers 200; false if it died or timed out.
+    // cairnd is killed when the calling thread ends (PR_SET_PDEATHSIG): call it from the test's thread.
     [[nodiscard]] bool start(std::chrono::seconds timeout = std::chrono::seconds(30));
     void kill9();
     // SIGTERM, then waits; returns the exit status (or -1 if it had to be killed).

@@ -6,6 +6,9 @@
 #include "net/detail/json_parse.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
 
 #include <msgpack.hpp>
 
@@ -42,6 +45,84 @@ TEST(body_json, the_largest_array_a_write_accepts_reads_back_and_one_more_is_ref
     ASSERT_TRUE(std::holds_alternative<input_error>(refused));
     EXPECT_EQ(std::get<input_error>(refused).field, "body");
     EXPECT_NE(std::get<input_error>(refused).detail.find("65537 elements"), std::string::npos);
+}
+
+// A random JSON value at most `depth` levels deep: what clients send (unique keys, finite numbers,
+// any UTF-8 text), as nlohmann builds it.
+nlohmann::json random_json(int depth) {
+    const int kind = *rc::gen::inRange(0, depth > 0 ? 8 : 6);
+    switch (kind) {
+        case 0: return nullptr;
+        case 1: return *rc::gen::arbitrary<bool>();
+        case 2: return *rc::gen::arbitrary<std::int64_t>();
+        case 3: return *rc::gen::arbitrary<std::uint64_t>();
+        case 4: {
+            const double d = *rc::gen::arbitrary<double>();
+            return std::isfinite(d) ? nlohmann::json(d) : nlohmann::json(0.5);
+        }
+        case 5: {
+            // Text from a small alphabet with escapes and multi-byte characters.
+            const auto parts = *rc::gen::container<std::vector<std::string>>(
+                rc::gen::element<std::string>("a", "Z", "0", " ", "\"", "\\", "\n", "\x01", "\xc3\xa9", "\xe2\x82\xac",
+                                              "\xf0\x9f\x98\x80"));
+            std::string out;
+            for (const auto& p : parts) out += p;
+            return out;
+        }
+        case 6: {
+            nlohmann::json a = nlohmann::json::array();
+            const auto n = *rc::gen::inRange(0, 5);
+            for (int i = 0; i < n; ++i) a.push_back(random_json(depth - 1));
+            return a;
+        }
+        default: {
+            nlohmann::json o = nlohmann::json::object();
+            const auto n = *rc::gen::inRange(0, 5);
+            for (int i = 0; i < n; ++i) o[*rc::gen::element<std::string>("a", "b", "ab", "\xc3\xa9", "", "k k")] = random_json(depth - 1);
+            return o;
+        }
+    }
+}
+
+// The stored form is canonical: a body read back and written again is the same bytes, and reads
+// back as the same JSON value (keys sorted, numbers exact).
+RC_GTEST_PROP(body_json, stored_bodies_round_trip_to_the_same_bytes, ()) {
+    nlohmann::json body = nlohmann::json::object();
+    const auto n = *rc::gen::inRange(0, 6);
+    for (int i = 0; i < n; ++i) body[*rc::gen::element<std::string>("x", "y", "name", "\xc3\xa9t\xc3\xa9")] = random_json(4);
+    const std::string text = body.dump();
+    simdjson::dom::element root;
+    RC_ASSERT(!parse_json(text, root));
+    const auto compress_min = *rc::gen::element<std::size_t>(16, 512, 1 << 20);  // compressed or not
+    auto stored = stored_body_of(root, "body", compress_min);
+    RC_ASSERT(std::holds_alternative<std::string>(stored));
+    const auto back = stored_body_json(std::get<std::string>(stored));
+    RC_ASSERT(back.has_value());
+    RC_ASSERT(nlohmann::json::parse(*back) == body);
+    simdjson::dom::element again;
+    RC_ASSERT(!parse_json(*back, again));
+    auto restored = stored_body_of(again, "body", compress_min);
+    RC_ASSERT(std::holds_alternative<std::string>(restored));
+    RC_ASSERT(std::get<std::string>(restored) == std::get<std::string>(stored));
+}
+
+// Any change of a stored body's bytes is refused or reads back as a JSON object (never as invalid
+// JSON, never a crash).
+RC_GTEST_PROP(body_json, a_changed_stored_body_is_refused_or_valid_json, ()) {
+    nlohmann::json body = {{"k", random_json(3)}, {"n", *rc::gen::arbitrary<std::int64_t>()}};
+    simdjson::dom::element root;
+    const std::string text = body.dump();
+    RC_ASSERT(!parse_json(text, root));
+    auto stored = stored_body_of(root, "body", *rc::gen::element<std::size_t>(16, 1 << 20));
+    RC_ASSERT(std::holds_alternative<std::string>(stored));
+    std::string bytes = std::get<std::string>(stored);
+    const auto at = *rc::gen::inRange<std::size_t>(0, bytes.size());
+    bytes[at] = *rc::gen::arbitrary<char>();
+    if (auto back = stored_body_json(bytes)) {
+        const auto j = nlohmann::json::parse(*back, nullptr, false);
+        RC_ASSERT(!j.is_discarded());
+        RC_ASSERT(j.is_object());
+    }
 }
 
 // A key twice in one object (at any depth) is refused, naming it: which one a reader keeps is
