@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 namespace cairn::net::detail {
@@ -18,6 +19,31 @@ struct string_writer {
     void write(const char* data, std::size_t size) { out.append(data, size); }
 };
 using packer = msgpack::packer<string_writer>;
+
+// A double as msgpack, as msgpack-c's pack_double would write it (an integral value in range as
+// an integer, anything else as float64) but without its undefined behaviour: for 2^64 it converts
+// the double to uint64 (out of range; found by body_json_fuzz, regression-two-to-the-64).
+void pack_double(packer& pk, double d) {
+    constexpr double two_to_64 = 18446744073709551616.0;
+    constexpr double minus_two_to_63 = -9223372036854775808.0;
+    if (std::isfinite(d) && d == std::floor(d)) {
+        if (d >= 0 && d < two_to_64) {
+            pk.pack_uint64(static_cast<std::uint64_t>(d));
+            return;
+        }
+        if (d < 0 && d >= minus_two_to_63) {
+            pk.pack_int64(static_cast<std::int64_t>(d));
+            return;
+        }
+    }
+    // float64, big-endian, written as raw bytes so that msgpack-c's conversion is never reached.
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &d, sizeof bits);
+    char buf[9];
+    buf[0] = static_cast<char>(0xcb);
+    for (int i = 0; i < 8; ++i) buf[1 + i] = static_cast<char>(bits >> (56 - 8 * i));
+    pk.pack_bin_body(buf, sizeof buf);  // appends the bytes as they are
+}
 
 // Canonical msgpack of a JSON value: object members sorted by key. Keys are unique (shape_error
 // refuses a repeated one first).
@@ -50,7 +76,7 @@ void pack_json(packer& pk, const simdjson::dom::element& v) {
         }
         case simdjson::dom::element_type::INT64: pk.pack(v.get_int64().value_unsafe()); return;
         case simdjson::dom::element_type::UINT64: pk.pack(v.get_uint64().value_unsafe()); return;
-        case simdjson::dom::element_type::DOUBLE: pk.pack(v.get_double().value_unsafe()); return;
+        case simdjson::dom::element_type::DOUBLE: pack_double(pk, v.get_double().value_unsafe()); return;
         case simdjson::dom::element_type::BOOL: pk.pack(v.get_bool().value_unsafe()); return;
         case simdjson::dom::element_type::NULL_VALUE: pk.pack_nil(); return;
     }
@@ -69,8 +95,8 @@ bool append_json(std::string& out, const msgpack::object& o) {
             if (!std::isfinite(o.via.f64)) return false;
             {
                 // Shortest text that reads back as the same double, and as a double: an integral
-                // value keeps a ".0" (fmt writes 1.0 as "1"), so that a body read and written back
-                // is the same bytes (found by the round-trip property in body_json_test).
+                // value (written as a float by another writer, e.g. a float32 3.0, or beyond the
+                // integers' range) keeps a ".0" where fmt would write none ("3").
                 const std::size_t start = out.size();
                 fmt::format_to(std::back_inserter(out), "{}", o.via.f64);
                 if (out.find_first_of(".eE", start) == std::string::npos) out += ".0";

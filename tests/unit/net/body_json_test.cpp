@@ -125,6 +125,27 @@ RC_GTEST_PROP(body_json, a_changed_stored_body_is_refused_or_valid_json, ()) {
     }
 }
 
+// Found by body_json_fuzz (corpus/body_json/regression-two-to-the-64): msgpack-c packs an
+// integral double as an integer and converted 2^64 to uint64 (undefined behaviour, UBSan). The
+// edges of the integer ranges are stored exactly and read back as the numbers they are.
+TEST(body_json, doubles_at_the_edges_of_the_integer_ranges_store_exactly) {
+    const std::pair<std::string, std::string> cases[] = {
+        {R"({"a": 18446744073709551616e0})", R"({"a":1.8446744073709552e+19})"},  // 2^64: a float
+        {R"({"a": 18446744073709551615.0})", R"({"a":1.8446744073709552e+19})"},  // rounds to 2^64
+        {R"({"a": 1.8446744073709550e19})", R"({"a":18446744073709549568})"},     // below 2^64: an integer
+        {R"({"a": -9223372036854775808.0})", R"({"a":-9223372036854775808})"},    // -2^63: an integer
+        {R"({"a": -9223372036854777856.0})", R"({"a":-9.223372036854778e+18})"},  // below -2^63: a float
+        {R"({"a": 2.5})", R"({"a":2.5})"},
+    };
+    for (const auto& [text, expected] : cases) {
+        simdjson::dom::element root;
+        ASSERT_FALSE(parse_json(text, root)) << text;
+        auto stored = stored_body_of(root, "body", 1 << 20);
+        ASSERT_TRUE(std::holds_alternative<std::string>(stored)) << text;
+        EXPECT_EQ(stored_body_json(std::get<std::string>(stored)), expected) << text;
+    }
+}
+
 // A key twice in one object (at any depth) is refused, naming it: which one a reader keeps is
 // its guess, not the client's (issue 13). The same key in two objects is fine.
 TEST(body_json, a_key_twice_in_one_object_is_refused) {
