@@ -31,8 +31,11 @@ public:
         seen_.insert(std::string(k));
         const toml::node* n = t_.get(k);
         if (!n) return;
+        // Type first: toml++'s value<int64_t>() converts a float node, out of range undefined
+        // (found by config_fuzz: `node_id = 1e80`).
+        if (!n->is_integer()) return fail(fmt::format("{}: must be an integer", at(*n, key(k))));
         auto v = n->value<std::int64_t>();
-        if (!n->is_integer() || !v) return fail(fmt::format("{}: must be an integer", at(*n, key(k))));
+        if (!v) return fail(fmt::format("{}: must be an integer", at(*n, key(k))));
         if (*v < min || *v > max) return fail(fmt::format("{}: must be between {} and {}, got {}", at(*n, key(k)), min, max, *v));
         out = static_cast<Int>(*v);
     }

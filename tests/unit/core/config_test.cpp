@@ -54,6 +54,8 @@ TEST(config, a_bad_value_names_its_key) {
     const bad_case cases[] = {
         {"node_id = 5000", "node_id"},
         {"node_id = \"x\"", "node_id"},
+        {"node_id = 1e80", "node_id: must be an integer"},  // found by config_fuzz (undefined behaviour in toml++)
+        {"[limits]\nconnections_max = 2.5", "limits.connections_max: must be an integer"},
         {"[listen]\nport = 70000", "listen.port"},
         {"[journal]\nsize_bytes_max = 5", "journal.size_bytes_max"},
         {"[journal]\nsize_bytes_mx = 5", "journal.size_bytes_mx: unknown key"},
