@@ -19,9 +19,7 @@
 #include "net/router.hpp"
 #include "net/routes.hpp"
 #include "net/ws_api.hpp"
-#include "shards/apply_worker.hpp"
-#include "shards/edge_get_batcher.hpp"
-#include "shards/pool.hpp"
+#include "shards/shard_set.hpp"
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -213,60 +211,15 @@ int main(int argc, char** argv) {
                                [&jn] { return jn.healthy() ? 1.0 : 0.0; });
 
     asio::io_context ioc(static_cast<int>(cfg.threads));
-    const auto counters = std::make_shared<const core::counter_catalog>(cfg.counters);
-    const auto cells = std::make_shared<const core::cell_config>(cfg.cells);
-    const auto entities = std::make_shared<const core::entity_config>(cfg.entities);
     const auto map = core::shard_map::equal_ranges(static_cast<std::uint32_t>(cfg.shards.size()));
-    std::vector<std::unique_ptr<shards::pool>> read_pools;
-    std::vector<std::unique_ptr<shards::pool>> apply_pools;
-    std::vector<std::unique_ptr<shards::apply_worker>> workers;
-    std::vector<std::unique_ptr<shards::edge_get_batcher>> get_batchers;
-    for (std::uint32_t i = 0; i < cfg.shards.size(); ++i) {
-        const auto& s = cfg.shards[i];
-        shards::conn_params p;
-        p.host = s.host;
-        p.port = s.port;
-        p.user = s.user;
-        p.password = s.password;
-        p.database = s.database;
-        p.connect_timeout = cfg.lim.connect_timeout;
-        p.query_timeout = cfg.lim.query_timeout;
-        read_pools.push_back(std::make_unique<shards::pool>(ioc.get_executor(), p, cfg.lim.read_pool_connections));
-        apply_pools.push_back(std::make_unique<shards::pool>(ioc.get_executor(), p, 1));
-        // get_batch_runners read connections at most carry combined point reads; pages and counts keep the rest.
-        get_batchers.push_back(std::make_unique<shards::edge_get_batcher>(
-            ioc.get_executor(), *read_pools.back(), cfg.lim.get_batch_runners, cfg.lim.get_batch_keys_max,
-            &metrics.add_histogram("cairn_edge_get_batch_keys", "Point reads of single edges combined in one query",
-                                   core::histogram::size_bounds(), {{"shard", std::to_string(i)}})));
-        shards::apply_worker_options wo;
-        wo.shard = i;
-        wo.lim = cfg.lim;
-        wo.paused = cfg.apply_paused;
-        wo.counters = counters;
-        wo.cells = cells;
-        wo.entities = entities;
-        workers.push_back(
-            std::make_unique<shards::apply_worker>(ioc.get_executor(), jn, map, *apply_pools.back(), wo, metrics));
-        auto* w = workers.back().get();
-        metrics.add_callback_gauge("cairn_apply_lag_ops", "Journaled ops not yet applied on the shard",
-                                   {{"shard", std::to_string(i)}}, [&jn, w] {
-                                       const auto last = jn.last_seq();
-                                       const auto applied = w->applied_seq();
-                                       return static_cast<double>(last > applied ? last - applied : 0);
-                                   });
-    }
-    jn.set_commit_listener([&workers](std::uint64_t) {
-        for (auto& w : workers) w->notify();
-    });
+    shards::shard_set shard_set(ioc.get_executor(), jn, map, cfg, metrics);
+    jn.set_commit_listener([&shard_set](std::uint64_t) { shard_set.notify_all(); });
 
-    net::gateway gw{jn, clock, map, {}, {}, cfg.lim, metrics, {}, counters.get(), cells.get(), entities.get()};
+    net::gateway gw{jn, clock, map, shard_set, cfg.lim, metrics, &cfg.counters, &cfg.cells, &cfg.entities};
     net::index_registry indexes;
     gw.indexes = &indexes;
     net::cleaner index_cleaner(ioc.get_executor(), gw, metrics);
     gw.index_cleaner = &index_cleaner;
-    for (auto& p : read_pools) gw.read_pools.push_back(p.get());
-    for (auto& w : workers) gw.workers.push_back(w.get());
-    for (auto& b : get_batchers) gw.get_batchers.push_back(b.get());
     net::router router;
     net::add_edge_routes(router, gw);
     net::add_health_routes(router, gw);
@@ -289,7 +242,7 @@ int main(int argc, char** argv) {
         return exit_startup;
     }
     server.set_upgrade_handler(net::make_ws_handler(router, cfg.lim, metrics));
-    for (auto& w : workers) w->start();
+    shard_set.start_all();
     // On a strand: a refresh fans out one task per shard, and those share its state without locks
     // (net/detail/fan_out.hpp); on the bare io_context they would run on several threads at once.
     // Its stop() is posted there too, so that it cannot fall between the loop's check and its wait.
@@ -315,17 +268,10 @@ int main(int argc, char** argv) {
     const auto stop_started = std::make_shared<std::atomic<std::int64_t>>(0);
     stop_watchdog watchdog(
         cfg.lim.stop_drain, cfg.lim.stop_timeout,
+        [&] { shard_set.abort_all(); },
         [&] {
-            for (auto& p : read_pools) p->shutdown();
-            for (auto& p : apply_pools) p->shutdown();
-        },
-        [&] {
-            std::string apply_busy;
-            for (std::size_t i = 0; i < apply_pools.size(); ++i) {
-                apply_busy += fmt::format("{}{}/{}", i ? " " : "", apply_pools[i]->in_use(), read_pools[i]->in_use());
-            }
             return fmt::format("tasks: {}; connections: {}; shard connections in use (apply/read): {}",
-                               core::describe_live_tasks(), server.connections(), apply_busy);
+                               core::describe_live_tasks(), server.connections(), shard_set.busy());
         });
     auto shutdown = [&](int code) {  // On `control`.
         if (exit_code.load() != 0) return;
@@ -338,9 +284,7 @@ int main(int argc, char** argv) {
         server.stop();
         asio::post(refresh_strand, [&indexes] { indexes.stop(); });
         index_cleaner.stop();
-        for (auto& w : workers) w->stop();
-        for (auto& p : read_pools) p->close_all();
-        for (auto& p : apply_pools) p->close_all();
+        shard_set.stop_all();
         work.reset();
         watchdog.begin();
     };

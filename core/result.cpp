@@ -31,6 +31,7 @@ public:
                 return "op older than counters.op_ids_keep_hours: refused, since it may have been applied and "
                        "forgotten (re-inject it only if it never was)";
             case errc::undeclared: return "the op's counter metric is not declared in this gateway's config";
+            case errc::disk_full: return "the journal's disk is full";
         }
         return "unknown cairn error " + std::to_string(ev);
     }

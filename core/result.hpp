@@ -38,6 +38,7 @@ enum class errc {
     conflict = 16,
     op_expired = 17,   // a counter op older than its op ids are kept: applying it could double-count
     undeclared = 18,   // the op names a metric (or table) this gateway's config does not declare
+    disk_full = 19,    // the journal's file system is full (ENOSPC, EDQUOT): refuse, retry later
 };
 
 const boost::system::error_category& cairn_category() noexcept;

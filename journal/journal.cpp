@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <mutex>
@@ -40,6 +41,10 @@ constexpr const char* lock_file_name = "cairn-journal.lock";
 core::error_code system_error(int e) { return {e, boost::system::generic_category()}; }
 
 bool is_full(int rc) { return rc == MDB_MAP_FULL || rc == MDB_TXN_FULL; }
+// A full file system fails the transaction's page writes, which LMDB aborts: nothing of it is
+// referenced, so the journal stays consistent and may commit again once there is room. (A failure
+// to write the meta page makes LMDB refuse every later transaction with MDB_PANIC, which is sticky.)
+bool is_disk_full(int rc) { return rc == ENOSPC || rc == EDQUOT; }
 
 struct append_req {
     std::vector<core::op> ops;
@@ -262,6 +267,13 @@ struct journal::impl {
                 fail_group(group, core::errc::journal_full, true, true);
                 return;
             }
+        }
+        if (is_disk_full(rc)) {
+            spdlog::warn("journal {}: the disk is full ({}); refusing writes until there is room", opts.path,
+                         std::strerror(rc));
+            release(group);
+            fail_group(group, core::errc::disk_full, true, true);
+            return;
         }
         fail_sticky("a group commit", rc);
         release(group);
@@ -1008,6 +1020,21 @@ unsigned journal::env_flags_for_test() const {
     const int rc = mdb_env_get_flags(impl_->env.get(), &flags);
     CAIRN_ASSERT(rc == 0);
     return flags;
+}
+
+apply_outcome reinject_outcome(std::uint32_t shard, std::span<const dead_letter> letters, std::uint64_t now_ms,
+                               bool reset_attempts) {
+    apply_outcome outcome;
+    outcome.shard = shard;
+    for (const auto& d : letters) {
+        CAIRN_ASSERT(d.task.shard == shard);
+        error_task task = d.task;
+        task.due_ms = now_ms;
+        if (reset_attempts) task.attempts = 0;
+        outcome.put_errors.push_back(std::move(task));
+        outcome.remove_dead.push_back(d);
+    }
+    return outcome;
 }
 
 }  // namespace cairn::journal

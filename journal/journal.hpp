@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -76,6 +77,13 @@ struct apply_outcome {
     std::vector<dead_letter> remove_dead;   // matched by shard, seq (the CLI re-injects a dead letter); absent ones are ignored
 };
 
+// The outcome that re-injects dead letters of one shard (all of `letters` must be of `shard`): each
+// goes back to the error queue due at now_ms, so the apply worker takes it on its next round
+// through the one apply path, with its attempts restarted (reset_attempts) or kept. The admin API
+// and the simulation both re-inject with it.
+apply_outcome reinject_outcome(std::uint32_t shard, std::span<const dead_letter> letters, std::uint64_t now_ms,
+                               bool reset_attempts);
+
 // One journaled op with its seq and the wall time it was appended at.
 struct timed_op {
     std::uint64_t seq = 0;
@@ -121,8 +129,9 @@ public:
     // errc::bad_request (no ops, an idempotency key over 200 bytes, an op that does not encode),
     // errc::too_large (more ops than group_ops_max), errc::journal_failed (sticky), errc::shutting_down.
     // All others complete on the writer thread: success, errc::journal_full (MDB_MAP_FULL:
-    // nothing of the group was committed; not sticky), errc::journal_failed (any other write or
-    // commit failure: sticky, healthy() turns false and every later append fails),
+    // nothing of the group was committed; not sticky), errc::disk_full (ENOSPC or EDQUOT writing
+    // the group: nothing committed; not sticky), errc::journal_failed (any other write or commit
+    // failure, a failed sync above all: sticky, healthy() turns false and every later append fails),
     // errc::shutting_down (still queued when the journal was destroyed).
     // idempotency_key: if non-empty and an append with that key committed within retention,
     // done gets that append's result with deduplicated = true and nothing is appended.
@@ -183,7 +192,7 @@ public:
 
     // Test hooks (tests/ only). The next group commit behaves as if mdb_txn_commit returned
     // mdb_error (the transaction is aborted instead): EIO makes the journal fail (sticky),
-    // MDB_MAP_FULL gives errc::journal_full.
+    // MDB_MAP_FULL gives errc::journal_full, ENOSPC errc::disk_full.
     void fail_next_commit_for_test(int mdb_error);
     // The flags the LMDB environment was opened with (mdb_env_get_flags).
     unsigned env_flags_for_test() const;

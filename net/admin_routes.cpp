@@ -15,7 +15,7 @@
 #include "net/index_registry.hpp"
 #include "net/problem.hpp"
 #include "net/router.hpp"
-#include "shards/apply_worker.hpp"
+#include "shards/shard_set.hpp"
 #include "shards/edge_store.hpp"
 #include "shards/journal_await.hpp"
 #include "shards/model_dispatch.hpp"
@@ -359,14 +359,14 @@ json render_status(gateway& gw) {
     const bool space_ok = st.map_bytes_max == 0 || st.map_bytes_used * 10 < st.map_bytes_max * 9;
     std::uint64_t min_applied = st.last_seq;
     json shards = json::array();
-    for (std::size_t i = 0; i < gw.workers.size(); ++i) {
-        const auto* w = gw.workers[i];
+    for (std::size_t i = 0; i < gw.shards.size(); ++i) {
+        const shards::shard* w = &gw.shards.at(static_cast<core::shard_index>(i));
         const std::uint64_t applied = w->applied_seq();
         min_applied = std::min(min_applied, applied);
         auto queued = gw.journal.list_errors(static_cast<std::uint32_t>(i), std::nullopt, errors_limit_max);
         const auto minute = w->last_minute();
         shards.push_back(json{{"shard", i},
-                              {"up", w->shard_up()},
+                              {"up", w->up()},
                               {"applied_seq", applied},
                               {"lag_ops", st.last_seq > applied ? st.last_seq - applied : 0},
                               {"paused", w->paused()},
@@ -463,8 +463,8 @@ response list_dead(gateway& gw, route_context& ctx) {
 
 response show_dead(gateway& gw, route_context& ctx) {
     const auto& req = ctx.req;
-    auto key = parse_key(ctx, gw.workers.size());
-    if (!key) return bad_key(req, gw.workers.size());
+    auto key = parse_key(ctx, gw.shards.size());
+    if (!key) return bad_key(req, gw.shards.size());
     auto d = gw.journal.get_dead(key->first, key->second);
     if (!d && d.error() == core::errc::not_found) {
         return not_found(req, fmt::format("no dead letter of seq {} on shard {}", key->second, key->first));
@@ -605,8 +605,8 @@ std::variant<core::op, input_error> parse_edited_op(gateway& gw, std::string_vie
 
 asio::awaitable<response> async_edit_dead(gateway& gw, route_context& ctx) {
     const auto& req = ctx.req;
-    auto key = parse_key(ctx, gw.workers.size());
-    if (!key) co_return bad_key(req, gw.workers.size());
+    auto key = parse_key(ctx, gw.shards.size());
+    if (!key) co_return bad_key(req, gw.shards.size());
     auto d = gw.journal.get_dead(key->first, key->second);
     if (!d && d.error() == core::errc::not_found) {
         co_return not_found(req, fmt::format("no dead letter of seq {} on shard {}", key->second, key->first));
@@ -670,7 +670,7 @@ asio::awaitable<response> async_reinject(gateway& gw, route_context& ctx) {
     const auto& req = ctx.req;
     body_fields b;
     if (auto e = b.parse(req.body(), reinject_fields)) co_return detail::bad_field(req, e->field, e->detail);
-    auto tv = target_from_body(b, true, gw.workers.size());
+    auto tv = target_from_body(b, true, gw.shards.size());
     if (auto* e = std::get_if<input_error>(&tv)) co_return detail::bad_field(req, e->field, e->detail);
     const target t = std::get<target>(tv);
     std::optional<bool> reset;
@@ -685,17 +685,9 @@ asio::awaitable<response> async_reinject(gateway& gw, route_context& ctx) {
     json seqs = json::array();
     for (auto& [shard, letters] : found.value()) {
         for (std::size_t i = 0; i < letters.size(); i += set_page) {
-            journal::apply_outcome outcome;
-            outcome.shard = shard;
-            const std::uint64_t now = now_ms();
-            for (std::size_t k = i; k < std::min(letters.size(), i + set_page); ++k) {
-                journal::error_task task = letters[k].task;
-                // Due now: the worker takes it on its next round, through the one apply path.
-                task.due_ms = now;
-                if (reset_attempts) task.attempts = 0;
-                outcome.put_errors.push_back(std::move(task));
-                outcome.remove_dead.push_back(letters[k]);
-            }
+            const std::size_t end = std::min(letters.size(), i + set_page);
+            auto outcome = journal::reinject_outcome(
+                shard, std::span(letters).subspan(i, end - i), now_ms(), reset_attempts);
             const std::size_t n = outcome.put_errors.size();
             auto committed = co_await shards::async_commit_outcome(gw.journal, std::move(outcome));
             if (!committed) co_return journal_problem(req, committed.error());
@@ -724,8 +716,8 @@ asio::awaitable<response> async_drop(gateway& gw, route_context& ctx, std::optio
         const auto all = ctx.query_param("all");
         if (all && *all != "true") co_return detail::bad_field(req, "all", "must be \"true\"");
         t.all = all.has_value();
-        if (t.filter.shard && *t.filter.shard >= gw.workers.size()) {
-            co_return detail::bad_field(req, "shard", fmt::format("must be below {}", gw.workers.size()));
+        if (t.filter.shard && *t.filter.shard >= gw.shards.size()) {
+            co_return detail::bad_field(req, "shard", fmt::format("must be below {}", gw.shards.size()));
         }
         if (!t.all && !t.filter.any()) {
             co_return detail::bad_field(req, "all", "a drop of many dead letters needs a filter or all=true");
@@ -761,8 +753,8 @@ response list_errors(gateway& gw, route_context& ctx) {
     if (auto e = detail::unknown_query_param(ctx.query, errors_params)) return detail::bad_field(req, e->field, e->detail);
     std::optional<std::uint32_t> shard;
     if (auto s = ctx.query_param("shard")) {
-        auto v = detail::parse_uint(*s, 0, gw.workers.empty() ? 0 : gw.workers.size() - 1);
-        if (!v) return detail::bad_field(req, "shard", fmt::format("must be a shard index below {}", gw.workers.size()));
+        auto v = detail::parse_uint(*s, 0, (gw.shards.size() == 0) ? 0 : gw.shards.size() - 1);
+        if (!v) return detail::bad_field(req, "shard", fmt::format("must be a shard index below {}", gw.shards.size()));
         shard = static_cast<std::uint32_t>(*v);
     }
     std::size_t limit = dead_page_limit_default;
@@ -784,7 +776,7 @@ asio::awaitable<response> async_retry_now(gateway& gw, route_context& ctx) {
     const auto& req = ctx.req;
     body_fields b;
     if (auto e = b.parse(req.body(), retry_now_fields)) co_return detail::bad_field(req, e->field, e->detail);
-    auto tv = target_from_body(b, false, gw.workers.size());
+    auto tv = target_from_body(b, false, gw.shards.size());
     if (auto* e = std::get_if<input_error>(&tv)) co_return detail::bad_field(req, e->field, e->detail);
     const target t = std::get<target>(tv);
     auto tasks = gw.journal.list_errors(t.shard, t.seq, errors_limit_max);
@@ -820,21 +812,21 @@ response set_paused(gateway& gw, route_context& ctx, bool paused) {
     std::optional<bool> all;
     if (auto e = take(b.uint("shard", shard_max), shard)) return detail::bad_field(req, e->field, e->detail);
     if (auto e = take(b.boolean("all"), all)) return detail::bad_field(req, e->field, e->detail);
-    if (shard && *shard >= gw.workers.size()) {
-        return detail::bad_field(req, "shard", fmt::format("must be below {}", gw.workers.size()));
+    if (shard && *shard >= gw.shards.size()) {
+        return detail::bad_field(req, "shard", fmt::format("must be below {}", gw.shards.size()));
     }
     if (shard.has_value() == all.value_or(false)) {
         return detail::bad_field(req, "body", "must name either a shard or \"all\": true");
     }
     json out = json::array();
-    for (std::size_t i = 0; i < gw.workers.size(); ++i) {
+    for (std::size_t i = 0; i < gw.shards.size(); ++i) {
         if (!shard || *shard == i) {
-            if (gw.workers[i]->paused() != paused) {
+            if (gw.shards.at(static_cast<core::shard_index>(i)).paused() != paused) {
                 spdlog::warn("admin: applying on shard {} {}", i, paused ? "paused" : "resumed");
             }
-            gw.workers[i]->set_paused(paused);
+            gw.shards.at(static_cast<core::shard_index>(i)).set_paused(paused);
         }
-        out.push_back(json{{"shard", i}, {"paused", gw.workers[i]->paused()}, {"applied_seq", gw.workers[i]->applied_seq()}});
+        out.push_back(json{{"shard", i}, {"paused", gw.shards.at(static_cast<core::shard_index>(i)).paused()}, {"applied_seq", gw.shards.at(static_cast<core::shard_index>(i)).applied_seq()}});
     }
     return answer(req, json{{"shards", out}});
 }
@@ -859,14 +851,14 @@ response trace(gateway& gw, route_context& ctx) {
     } else {
         return journal_problem(req, bytes.error());
     }
-    auto errors = gw.journal.list_errors(std::nullopt, *seq, gw.workers.size() * 4 + 4);
+    auto errors = gw.journal.list_errors(std::nullopt, *seq, gw.shards.size() * 4 + 4);
     if (!errors) return journal_problem(req, errors.error());
     std::set<core::shard_index> involved;
     for (const auto& t : errors.value()) {
         if (!op) op = decode(t.op_bytes);
     }
-    std::vector<std::optional<journal::dead_letter>> dead(gw.workers.size());
-    for (std::size_t i = 0; i < gw.workers.size(); ++i) {
+    std::vector<std::optional<journal::dead_letter>> dead(gw.shards.size());
+    for (std::size_t i = 0; i < gw.shards.size(); ++i) {
         auto d = gw.journal.get_dead(static_cast<std::uint32_t>(i), *seq);
         if (d) {
             if (!op) op = decode(d.value().task.op_bytes);
@@ -887,7 +879,7 @@ response trace(gateway& gw, route_context& ctx) {
     bool any_error = false;
     bool all_applied = true;
     json shards = json::array();
-    for (std::size_t i = 0; i < gw.workers.size(); ++i) {
+    for (std::size_t i = 0; i < gw.shards.size(); ++i) {
         const std::uint64_t cursor = gw.journal.cursor(static_cast<std::uint32_t>(i));
         json s{{"shard", i}, {"cursor", cursor}};
         const journal::error_task* queued = nullptr;
@@ -937,8 +929,8 @@ void add_admin_routes(router& r, gateway& gw) {
     r.add(http::verb::get, "/v1/admin/dead/{shard}/{seq}", admin,
           [&gw](route_context& ctx) -> asio::awaitable<response> { co_return show_dead(gw, ctx); });
     r.add(http::verb::delete_, "/v1/admin/dead/{shard}/{seq}", admin, [&gw](route_context& ctx) -> asio::awaitable<response> {
-        auto key = parse_key(ctx, gw.workers.size());
-        if (!key) co_return bad_key(ctx.req, gw.workers.size());
+        auto key = parse_key(ctx, gw.shards.size());
+        if (!key) co_return bad_key(ctx.req, gw.shards.size());
         target t;
         t.shard = key->first;
         t.seq = key->second;

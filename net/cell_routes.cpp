@@ -6,7 +6,8 @@
 #include "journal/journal.hpp"
 #include "net/cell_json.hpp"
 #include "net/detail/applied_wait.hpp"
-#include "net/detail/fan_out.hpp"
+#include "net/detail/shard_read.hpp"
+#include "shards/shard_set.hpp"
 #include "net/detail/journal_write.hpp"
 #include "net/detail/json_escape.hpp"
 #include "net/gateway.hpp"
@@ -14,7 +15,7 @@
 #include "net/problem.hpp"
 #include "net/router.hpp"
 #include "net/routes.hpp"
-#include "shards/apply_worker.hpp"
+#include "shards/shard_set.hpp"
 #include "shards/cell_store.hpp"
 #include "shards/pool.hpp"
 
@@ -64,7 +65,7 @@ asio::awaitable<core::error_code> async_read_existing(gateway& gw, std::string t
     for (const auto& [s, _] : by_shard) shards.push_back(s);
     auto keys = std::make_shared<std::map<core::shard_index, std::vector<shards::cell_key>>>(std::move(by_shard));
     auto task = [&gw, table, keys, out](core::shard_index s) -> asio::awaitable<core::result<void>> {
-        auto lease = co_await gw.read_pools.at(s)->async_acquire();
+        auto lease = co_await gw.shards.at(s).async_read_lease();
         if (!lease) co_return lease.error();
         auto found = co_await shards::async_get_cells(*lease.value(), table, keys->at(s));
         if (!found) co_return found.error();
@@ -73,7 +74,7 @@ asio::awaitable<core::error_code> async_read_existing(gateway& gw, std::string t
         }
         co_return core::success();
     };
-    co_return co_await detail::async_fan_out(shards, task, gw.lim.query_timeout + gw.lim.connect_timeout);
+    co_return co_await shards::shard_set::async_fan_out(shards, task, gw.lim.query_timeout + gw.lim.connect_timeout);
 }
 
 asio::awaitable<response> async_post_cells(gateway& gw, route_context& ctx) {
@@ -110,7 +111,7 @@ asio::awaitable<response> async_post_cells(gateway& gw, route_context& ctx) {
             continue;
         }
         const auto s = shard_of_row(gw, c.row_key);
-        if (gw.workers.at(s)->shard_up()) by_shard[s].push_back(std::move(key));
+        if (gw.shards.at(s).up()) by_shard[s].push_back(std::move(key));
     }
     if (!by_shard.empty()) {
         auto existing = std::make_shared<existing_cells>();
@@ -159,15 +160,10 @@ std::variant<cell_path, response> parse_path(const gateway& gw, const route_cont
 }
 
 // ?after= and ?timeout_ms=: waits for the row's shard; a response if it must answer now.
-asio::awaitable<std::optional<response>> async_wait(gateway& gw, const route_context& ctx, core::shard_index shard) {
+std::variant<detail::wait_params, response> parse_wait(gateway& gw, const route_context& ctx) {
     auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
-    if (auto* e = std::get_if<input_error>(&w)) co_return bad_field(ctx.req, e->field, e->detail);
-    const auto& wp = std::get<detail::wait_params>(w);
-    if (!wp.after) co_return std::nullopt;
-    std::vector<core::shard_index> needed(1, shard);
-    auto behind = co_await detail::async_wait_applied(gw, *wp.after, std::move(needed), wp.timeout);
-    if (!behind.empty()) co_return detail::not_applied_problem(ctx.req, *wp.after, behind, wp.timeout, "");
-    co_return std::nullopt;
+    if (auto* e = std::get_if<input_error>(&w)) return bad_field(ctx.req, e->field, e->detail);
+    return std::get<detail::wait_params>(w);
 }
 
 std::optional<std::int64_t> parse_int64(std::string_view text) { return core::parse_decimal_int64(text); }
@@ -192,22 +188,48 @@ asio::awaitable<response> async_get_cell(gateway& gw, route_context& ctx, bool l
         if (!ref) co_return bad_field(req, "ref_key", "must be a 64-bit integer");
     }
     if (auto e = detail::unknown_query_param(ctx.query, read_params)) co_return bad_field(req, e->field, e->detail);
-    if (auto r = co_await async_wait(gw, ctx, p.shard)) co_return std::move(*r);
-    auto lease = co_await gw.read_pools.at(p.shard)->async_acquire();
-    if (!lease) co_return detail::shard_problem(req, lease.error());
-    std::optional<shards::stored_cell> found;
-    if (ref) {
-        const shards::cell_key key{p.row_key, p.column, *ref};
-        auto r = co_await shards::async_get_cells(*lease.value(), p.table, std::span(&key, 1));
-        if (!r) co_return detail::shard_problem(req, r.error());
-        found = std::move(r.value().front());
-    } else {
-        auto r = co_await shards::async_cell_versions(*lease.value(), p.table, p.row_key, p.column, std::nullopt, 1);
-        if (!r) co_return detail::shard_problem(req, r.error());
-        if (!r.value().empty()) found = std::move(r.value().front());
+    const auto wait = parse_wait(gw, ctx);
+    if (auto* r = std::get_if<response>(&wait)) co_return std::move(*r);
+    const auto query = [&](shards::mariadb_conn& c) -> asio::awaitable<core::result<std::optional<shards::stored_cell>>> {
+        if (ref) {
+            const shards::cell_key key{p.row_key, p.column, *ref};
+            auto r = co_await shards::async_get_cells(c, p.table, std::span(&key, 1));
+            if (!r) co_return r.error();
+            co_return std::move(r.value().front());
+        }
+        auto r = co_await shards::async_cell_versions(c, p.table, p.row_key, p.column, std::nullopt, 1);
+        if (!r) co_return r.error();
+        if (r.value().empty()) co_return std::optional<shards::stored_cell>{};
+        co_return std::move(r.value().front());
+    };
+    const auto render = [&](std::optional<shards::stored_cell> found) {
+        if (!found) return not_found(req, fmt::format("no such cell in table {}", p.table));
+        return json_response(http::status::ok, cairn::net::render(p, *found), req);
+    };
+    co_return co_await detail::async_read_shard(gw, req, p.shard, std::get<detail::wait_params>(wait), query, render);
+}
+
+// One page of a list read for n cells: {"<key>":[cells],"next_cursor":...}. cells holds up to n + 1
+// (one more than asked: there is a next page), and cursor(out, last) appends the cursor after the
+// last cell shown.
+template <class Cursor>
+std::string render_page_of(const cell_path& p, std::vector<shards::stored_cell>& cells, std::size_t n,
+                           std::string_view key, Cursor cursor) {
+    const bool more = cells.size() > n;
+    if (more) cells.resize(n);
+    std::string body = fmt::format(R"({{"{}":[)", key);
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+        if (i) body += ',';
+        body += render(p, cells[i]);
     }
-    if (!found) co_return not_found(req, fmt::format("no such cell in table {}", p.table));
-    co_return json_response(http::status::ok, render(p, *found), req);
+    body += R"(],"next_cursor":)";
+    if (more) {
+        cursor(body, cells.back());
+    } else {
+        body += "null";
+    }
+    body += '}';
+    return body;
 }
 
 std::variant<std::size_t, response> parse_limit(const gateway& gw, const route_context& ctx) {
@@ -233,24 +255,22 @@ asio::awaitable<response> async_get_versions(gateway& gw, route_context& ctx) {
         before = parse_int64(*c);
         if (!before) co_return bad_field(req, "cursor", "must be a next_cursor returned by this route, unchanged");
     }
-    if (auto r = co_await async_wait(gw, ctx, p.shard)) co_return std::move(*r);
-    auto lease = co_await gw.read_pools.at(p.shard)->async_acquire();
-    if (!lease) co_return detail::shard_problem(req, lease.error());
+    const auto wait = parse_wait(gw, ctx);
+    if (auto* r = std::get_if<response>(&wait)) co_return std::move(*r);
     const std::size_t n = std::get<std::size_t>(limit);
-    auto r = co_await shards::async_cell_versions(*lease.value(), p.table, p.row_key, p.column, before, n + 1);
-    if (!r) co_return detail::shard_problem(req, r.error());
-    auto& cells = r.value();
-    const bool more = cells.size() > n;
-    if (more) cells.resize(n);
-    std::string body = R"({"versions":[)";
-    for (std::size_t i = 0; i < cells.size(); ++i) {
-        if (i) body += ',';
-        body += render(p, cells[i]);
-    }
-    body += R"(],"next_cursor":)";
-    body += more ? fmt::format("\"{}\"", cells.back().ref_key) : std::string("null");
-    body += '}';
-    co_return json_response(http::status::ok, std::move(body), req);
+    const auto query = [&](shards::mariadb_conn& c) {
+        return shards::async_cell_versions(c, p.table, p.row_key, p.column, before, n + 1);
+    };
+    const auto render_page = [&](std::vector<shards::stored_cell> cells) {
+        return json_response(http::status::ok,
+                             render_page_of(p, cells, n, "versions",
+                                            [](std::string& out, const shards::stored_cell& last) {
+                                                fmt::format_to(std::back_inserter(out), "\"{}\"", last.ref_key);
+                                            }),
+                             req);
+    };
+    co_return co_await detail::async_read_shard(gw, req, p.shard, std::get<detail::wait_params>(wait), query,
+                                                render_page);
 }
 
 // GET .../{row_key}?limit=&cursor=: the latest version of each column, by column name.
@@ -267,28 +287,20 @@ asio::awaitable<response> async_get_row(gateway& gw, route_context& ctx) {
         if (!core::valid_cell_column(*c)) co_return bad_field(req, "cursor", "must be a next_cursor returned by this route, unchanged");
         after = *c;
     }
-    if (auto r = co_await async_wait(gw, ctx, p.shard)) co_return std::move(*r);
-    auto lease = co_await gw.read_pools.at(p.shard)->async_acquire();
-    if (!lease) co_return detail::shard_problem(req, lease.error());
+    const auto wait = parse_wait(gw, ctx);
+    if (auto* r = std::get_if<response>(&wait)) co_return std::move(*r);
     const std::size_t n = std::get<std::size_t>(limit);
-    auto r = co_await shards::async_row_cells(*lease.value(), p.table, p.row_key, after, n + 1);
-    if (!r) co_return detail::shard_problem(req, r.error());
-    auto& cells = r.value();
-    const bool more = cells.size() > n;
-    if (more) cells.resize(n);
-    std::string body = R"({"columns":[)";
-    for (std::size_t i = 0; i < cells.size(); ++i) {
-        if (i) body += ',';
-        body += render(p, cells[i]);
-    }
-    body += R"(],"next_cursor":)";
-    if (more) {
-        detail::append_json_string(body, cells.back().column);
-    } else {
-        body += "null";
-    }
-    body += '}';
-    co_return json_response(http::status::ok, std::move(body), req);
+    const auto query = [&](shards::mariadb_conn& c) { return shards::async_row_cells(c, p.table, p.row_key, after, n + 1); };
+    const auto render_page = [&](std::vector<shards::stored_cell> cells) {
+        return json_response(http::status::ok,
+                             render_page_of(p, cells, n, "columns",
+                                            [](std::string& out, const shards::stored_cell& last) {
+                                                detail::append_json_string(out, last.column);
+                                            }),
+                             req);
+    };
+    co_return co_await detail::async_read_shard(gw, req, p.shard, std::get<detail::wait_params>(wait), query,
+                                                render_page);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "net/detail/applied_wait.hpp"
 #include "net/detail/indexed_objects.hpp"
 #include "net/gateway.hpp"
+#include "shards/shard_set.hpp"
 #include "net/index_registry.hpp"
 #include "shards/index_store.hpp"
 #include "shards/pool.hpp"
@@ -159,7 +160,7 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
     // Phase 1: backfill. The total is the objects (entities, rows with the column) on every shard.
     std::uint64_t total = 0;
     for (core::shard_index s = 0; s < shards; ++s) {
-        auto lease = co_await gw_.read_pools.at(s)->async_acquire();
+        auto lease = co_await gw_.shards.at(s).async_read_lease();
         if (!lease) co_return fail(fmt::format("counting {} on shard {}", objects, s), lease.error());
         auto n = co_await detail::async_count_objects(*lease.value(), def);
         if (!n) co_return fail(fmt::format("counting {} on shard {}", objects, s), n.error());
@@ -172,7 +173,7 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
             if (stopping_) co_return j->update([](cleaner_progress& p) { p.state = "stopped"; });
             std::vector<detail::indexed_object> page;
             {
-                auto lease = co_await gw_.read_pools.at(s)->async_acquire();
+                auto lease = co_await gw_.shards.at(s).async_read_lease();
                 if (!lease) co_return fail(fmt::format("reading {} on shard {}", objects, s), lease.error());
                 auto r = co_await detail::async_scan_objects(*lease.value(), def, after, page_rows);
                 if (!r) co_return fail(fmt::format("reading {} on shard {}", objects, s), r.error());
@@ -194,7 +195,7 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
                 if (checking) {
                     // Keep only the rows that are not there: absent, or a tombstone no newer than the
                     // object (a newer one means the object changed after it was read: not missing).
-                    auto lease = co_await gw_.read_pools.at(target)->async_acquire();
+                    auto lease = co_await gw_.shards.at(target).async_read_lease();
                     if (!lease) co_return fail(fmt::format("reading index rows on shard {}", target), lease.error());
                     auto found = co_await shards::async_get_index_rows(*lease.value(), def, target_rows);
                     if (!found) co_return fail(fmt::format("reading index rows on shard {}", target), found.error());
@@ -216,7 +217,7 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
                     });
                 }
                 if (!writing) continue;
-                auto lease = co_await gw_.read_pools.at(target)->async_acquire();
+                auto lease = co_await gw_.shards.at(target).async_read_lease();
                 if (!lease) co_return fail(fmt::format("writing index rows on shard {}", target), lease.error());
                 auto w = co_await shards::async_put_index_rows(*lease.value(), def, target_rows);
                 if (!w) co_return fail(fmt::format("writing index rows on shard {}", target), w.error());
@@ -236,7 +237,7 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
     // Phase 2: stale rows. The total grows by the index rows there are now.
     std::uint64_t index_rows = 0;
     for (core::shard_index s = 0; s < shards; ++s) {
-        auto lease = co_await gw_.read_pools.at(s)->async_acquire();
+        auto lease = co_await gw_.shards.at(s).async_read_lease();
         if (!lease) co_return fail(fmt::format("counting index rows on shard {}", s), lease.error());
         auto n = co_await shards::async_count_index_rows(*lease.value(), def);
         if (!n) co_return fail(fmt::format("counting index rows on shard {}", s), n.error());
@@ -252,7 +253,7 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
             if (stopping_) co_return j->update([](cleaner_progress& p) { p.state = "stopped"; });
             std::vector<shards::index_row> page;
             {
-                auto lease = co_await gw_.read_pools.at(s)->async_acquire();
+                auto lease = co_await gw_.shards.at(s).async_read_lease();
                 if (!lease) co_return fail(fmt::format("reading index rows on shard {}", s), lease.error());
                 auto r = co_await shards::async_scan_index_rows(*lease.value(), def, after, page_rows);
                 if (!r) co_return fail(fmt::format("reading index rows on shard {}", s), r.error());
@@ -267,7 +268,7 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
             }
             std::map<std::string, detail::indexed_object> current;
             for (auto& [home, home_ids] : ids) {
-                auto lease = co_await gw_.read_pools.at(home)->async_acquire();
+                auto lease = co_await gw_.shards.at(home).async_read_lease();
                 if (!lease) co_return fail(fmt::format("reading {} on shard {}", objects, home), lease.error());
                 auto r = co_await detail::async_current_objects(*lease.value(), def, home_ids);
                 if (!r) co_return fail(fmt::format("reading {} on shard {}", objects, home), r.error());
@@ -301,7 +302,7 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
             }
             if (!writing) tombstones.clear();
             if (!tombstones.empty()) {
-                auto lease = co_await gw_.read_pools.at(s)->async_acquire();
+                auto lease = co_await gw_.shards.at(s).async_read_lease();
                 if (!lease) co_return fail(fmt::format("tombstoning index rows on shard {}", s), lease.error());
                 auto w = co_await shards::async_put_index_rows(*lease.value(), def, tombstones);
                 if (!w) co_return fail(fmt::format("tombstoning index rows on shard {}", s), w.error());

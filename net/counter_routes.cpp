@@ -5,7 +5,7 @@
 #include "journal/journal.hpp"
 #include "net/counter_json.hpp"
 #include "net/detail/applied_wait.hpp"
-#include "net/detail/fan_out.hpp"
+#include "shards/shard_set.hpp"
 #include "net/detail/journal_write.hpp"
 #include "net/detail/json_escape.hpp"
 #include "net/gateway.hpp"
@@ -196,14 +196,14 @@ asio::awaitable<core::error_code> async_read_all(gateway& gw, const shards::coun
                                                  std::vector<core::shard_index> shards, std::size_t rows_max,
                                                  std::shared_ptr<summed_rows> out) {
     auto task = [&gw, q, rows_max, out](core::shard_index s) -> asio::awaitable<core::result<void>> {
-        auto lease = co_await gw.read_pools.at(s)->async_acquire();
+        auto lease = co_await gw.shards.at(s).async_read_lease();
         if (!lease) co_return lease.error();
         auto rows = co_await shards::async_read_counters(*lease.value(), q, rows_max);
         if (!rows) co_return rows.error();
         for (auto& row : rows.value()) out->sums[{row.bucket_ms, std::move(row.group)}] += row.count;
         co_return core::success();
     };
-    co_return co_await detail::async_fan_out(shards, task, gw.lim.query_timeout + gw.lim.connect_timeout + std::chrono::seconds(10));
+    co_return co_await shards::shard_set::async_fan_out(shards, task, gw.lim.query_timeout + gw.lim.connect_timeout + std::chrono::seconds(10));
 }
 
 response read_problem(const gateway& gw, const request& req, const core::error_code& ec) {

@@ -6,8 +6,10 @@
 #include "core/page_cursor.hpp"
 #include "journal/journal.hpp"
 #include "net/detail/applied_wait.hpp"
+#include "net/detail/shard_read.hpp"
 #include "net/edge_json.hpp"
 #include "net/gateway.hpp"
+#include "shards/shard_set.hpp"
 #include "net/routes.hpp"
 #include "core/log_task_end.hpp"
 #include "shards/edge_store.hpp"
@@ -120,33 +122,25 @@ asio::awaitable<response> async_get_page(gateway& gw, route_context& ctx) {
                                 "direction and state, unchanged");
         }
     }
-    const core::shard_index shard = gw.map.shard_of_id(q.node_id);
-    if (q.wait.after) {
-        std::vector<core::shard_index> needed{shard};
-        auto behind = co_await detail::async_wait_applied(gw, *q.wait.after, std::move(needed), q.wait.timeout);
-        if (!behind.empty()) co_return detail::not_applied_problem(req, *q.wait.after, behind, q.wait.timeout, "");
-    }
-    auto lease = co_await gw.read_pools.at(shard)->async_acquire();
-    if (!lease) co_return detail::shard_problem(req, lease.error());
-    auto page = co_await shards::async_page_edges(*lease.value(), std::move(page_req));
-    lease.value().reset();
-    if (!page) co_return detail::shard_problem(req, page.error());
-
-    const bool forward = q.direction == shards::edge_direction::forward;
-    std::string body = fmt::format(R"({{"graph":"{}","node_id":)", q.graph);
-    append_int64(body, q.node_id, q.ids);
-    fmt::format_to(std::back_inserter(body), R"(,"direction":"{}","state":"{}","edges":[)", direction_name(q.direction),
-                   core::edge_state_name(q.state));
-    bool first = true;
-    for (const auto& e : page.value().edges) {
-        if (!first) body += ',';
-        first = false;
-        body += render_page_edge(forward, e.key.other_id, e.row, q.ids);
-    }
-    const std::string scope = page_scope(q);
-    fmt::format_to(std::back_inserter(body), R"(],"next_cursor":{},"prev_cursor":{}}})",
-                   cursor_json(page.value().next, scope), cursor_json(page.value().previous, scope));
-    co_return json_response(http::status::ok, std::move(body), req);
+    const auto query = [&](shards::mariadb_conn& c) { return shards::async_page_edges(c, std::move(page_req)); };
+    const auto render = [&](shards::edge_page page) {
+        const bool forward = q.direction == shards::edge_direction::forward;
+        std::string body = fmt::format(R"({{"graph":"{}","node_id":)", q.graph);
+        append_int64(body, q.node_id, q.ids);
+        fmt::format_to(std::back_inserter(body), R"(,"direction":"{}","state":"{}","edges":[)",
+                       direction_name(q.direction), core::edge_state_name(q.state));
+        bool first = true;
+        for (const auto& e : page.edges) {
+            if (!first) body += ',';
+            first = false;
+            body += render_page_edge(forward, e.key.other_id, e.row, q.ids);
+        }
+        const std::string scope = page_scope(q);
+        fmt::format_to(std::back_inserter(body), R"(],"next_cursor":{},"prev_cursor":{}}})",
+                       cursor_json(page.next, scope), cursor_json(page.previous, scope));
+        return json_response(http::status::ok, std::move(body), req);
+    };
+    co_return co_await detail::async_read_shard(gw, req, gw.map.shard_of_id(q.node_id), q.wait, query, render);
 }
 
 asio::awaitable<response> async_get_count(gateway& gw, route_context& ctx) {
@@ -154,54 +148,30 @@ asio::awaitable<response> async_get_count(gateway& gw, route_context& ctx) {
     auto parsed = parse_node_query(gw, ctx, count_params);
     if (auto* res = std::get_if<response>(&parsed)) co_return std::move(*res);
     auto& q = std::get<node_query>(parsed);
-    const core::shard_index shard = gw.map.shard_of_id(q.node_id);
-    if (q.wait.after) {
-        std::vector<core::shard_index> needed{shard};
-        auto behind = co_await detail::async_wait_applied(gw, *q.wait.after, std::move(needed), q.wait.timeout);
-        if (!behind.empty()) co_return detail::not_applied_problem(req, *q.wait.after, behind, q.wait.timeout, "");
-    }
-    auto lease = co_await gw.read_pools.at(shard)->async_acquire();
-    if (!lease) co_return detail::shard_problem(req, lease.error());
-    auto count = co_await shards::async_count_edges(*lease.value(), q.graph, q.node_id, q.direction, q.state);
-    lease.value().reset();
-    if (!count) co_return detail::shard_problem(req, count.error());
-    std::string body = fmt::format(R"({{"graph":"{}","node_id":)", q.graph);
-    append_int64(body, q.node_id, q.ids);
-    fmt::format_to(std::back_inserter(body), R"(,"direction":"{}","state":"{}","count":{}}})", direction_name(q.direction),
-                   core::edge_state_name(q.state), count.value());
-    co_return json_response(http::status::ok, std::move(body), req);
+    const auto query = [&](shards::mariadb_conn& c) {
+        return shards::async_count_edges(c, q.graph, q.node_id, q.direction, q.state);
+    };
+    const auto render = [&](std::int64_t count) {
+        std::string body = fmt::format(R"({{"graph":"{}","node_id":)", q.graph);
+        append_int64(body, q.node_id, q.ids);
+        fmt::format_to(std::back_inserter(body), R"(,"direction":"{}","state":"{}","count":{}}})",
+                       direction_name(q.direction), core::edge_state_name(q.state), count);
+        return json_response(http::status::ok, std::move(body), req);
+    };
+    co_return co_await detail::async_read_shard(gw, req, gw.map.shard_of_id(q.node_id), q.wait, query, render);
 }
 
-// The shared state of one multi-get's per-shard queries. They all run on the session's
-// strand (co_spawned on its executor), so plain members need no lock.
+// The per-shard queries of one multi-get share this: they run on the session's strand (fan-out),
+// so plain members need no lock.
 struct multi_get_state {
-    explicit multi_get_state(asio::any_io_executor ex, std::size_t n) : done(std::move(ex)), rows(n) {}
-    asio::steady_timer done;  // cancelled when the last query ends
-    std::size_t remaining = 0;
+    struct shard_keys {
+        std::vector<std::size_t> indexes;  // into the request's keys
+        std::vector<std::pair<std::int64_t, std::int64_t>> keys;
+    };
+    std::string graph;
+    std::map<core::shard_index, shard_keys> groups;
     std::vector<std::optional<core::edge_row>> rows;  // by request index
-    core::error_code error;                           // the first failure
 };
-
-struct shard_keys {
-    std::vector<std::size_t> indexes;  // into the request's keys
-    std::vector<std::pair<std::int64_t, std::int64_t>> keys;
-};
-
-asio::awaitable<void> async_multi_get_shard(gateway& gw, std::shared_ptr<multi_get_state> st, std::string graph,
-                                            core::shard_index shard, shard_keys group) {
-    auto lease = co_await gw.read_pools.at(shard)->async_acquire();
-    if (!lease) {
-        if (!st->error) st->error = lease.error();
-    } else {
-        auto r = co_await shards::async_multi_get(*lease.value(), std::move(graph), group.keys);
-        if (!r) {
-            if (!st->error) st->error = r.error();
-        } else {
-            for (std::size_t i = 0; i < group.indexes.size(); ++i) st->rows[group.indexes[i]] = r.value()[i];
-        }
-    }
-    if (--st->remaining == 0) st->done.cancel();
-}
 
 asio::awaitable<response> async_post_multi_get(gateway& gw, route_context& ctx) {
     const auto& req = ctx.req;
@@ -222,34 +192,35 @@ asio::awaitable<response> async_post_multi_get(gateway& gw, route_context& ctx) 
     const auto& keys = std::get<std::vector<std::pair<std::int64_t, std::int64_t>>>(parsed);
 
     // One statement per shard: the forward row of an edge lives on its source's shard.
-    std::map<core::shard_index, shard_keys> groups;
+    auto st = std::make_shared<multi_get_state>();
+    st->graph = graph;
+    st->rows.resize(keys.size());
     for (std::size_t i = 0; i < keys.size(); ++i) {
-        auto& g = groups[gw.map.shard_of_id(keys[i].first)];
+        auto& g = st->groups[gw.map.shard_of_id(keys[i].first)];
         g.indexes.push_back(i);
         g.keys.push_back(keys[i]);
     }
+    std::vector<core::shard_index> needed;
+    for (const auto& [s, g] : st->groups) needed.push_back(s);
     if (wait.after) {
-        std::vector<core::shard_index> needed;
-        for (const auto& [s, g] : groups) needed.push_back(s);
-        auto behind = co_await detail::async_wait_applied(gw, *wait.after, std::move(needed), wait.timeout);
+        auto behind = co_await detail::async_wait_applied(gw, *wait.after, needed, wait.timeout);
         if (!behind.empty()) co_return detail::not_applied_problem(req, *wait.after, behind, wait.timeout, "");
     }
-
-    auto ex = co_await asio::this_coro::executor;
-    auto st = std::make_shared<multi_get_state>(ex, keys.size());
-    st->remaining = groups.size();
+    auto task = [&gw, st](core::shard_index s) -> asio::awaitable<core::result<void>> {
+        auto lease = co_await gw.shards.at(s).async_read_lease();
+        if (!lease) co_return lease.error();
+        const auto& g = st->groups.at(s);
+        auto r = co_await shards::async_multi_get(*lease.value(), st->graph, g.keys);
+        if (!r) co_return r.error();
+        for (std::size_t i = 0; i < g.indexes.size(); ++i) st->rows[g.indexes[i]] = r.value()[i];
+        co_return core::success();
+    };
     // Bounded even if a query task ended by an exception before counting itself done: the
     // pool's wait, a connect and one query are each bounded by these limits.
-    st->done.expires_after(gw.lim.query_timeout + gw.lim.connect_timeout + std::chrono::seconds(10));
-    for (auto& [s, g] : groups) {
-        asio::co_spawn(ex, async_multi_get_shard(gw, st, graph, s, std::move(g)), core::log_task_end("multi_get"));
+    const auto deadline = gw.lim.query_timeout + gw.lim.connect_timeout + std::chrono::seconds(10);
+    if (auto ec = co_await shards::shard_set::async_fan_out(needed, task, deadline)) {
+        co_return detail::shard_problem(req, ec);
     }
-    if (st->remaining > 0) {
-        core::error_code ec;
-        co_await st->done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    }
-    if (st->remaining > 0 && !st->error) st->error = core::errc::shard_timeout;
-    if (st->error) co_return detail::shard_problem(req, st->error);
 
     std::string body = R"({"edges":[)";
     for (std::size_t i = 0; i < keys.size(); ++i) {

@@ -9,7 +9,9 @@
 #include "net/detail/journal_write.hpp"
 #include "net/detail/json_escape.hpp"
 #include "net/detail/json_parse.hpp"
+#include "net/detail/shard_read.hpp"
 #include "net/gateway.hpp"
+#include "shards/shard_set.hpp"
 #include "net/index_registry.hpp"
 #include "net/problem.hpp"
 #include "net/router.hpp"
@@ -116,35 +118,32 @@ asio::awaitable<response> async_get(gateway& gw, route_context& ctx) {
     if (auto e = detail::unknown_query_param(ctx.query, read_params)) co_return bad_field(req, e->field, e->detail);
     auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
     if (auto* e = std::get_if<input_error>(&w)) co_return bad_field(req, e->field, e->detail);
-    const auto& wp = std::get<detail::wait_params>(w);
-    if (wp.after) {
-        std::vector<core::shard_index> needed(1, p.shard);
-        auto behind = co_await detail::async_wait_applied(gw, *wp.after, std::move(needed), wp.timeout);
-        if (!behind.empty()) co_return detail::not_applied_problem(req, *wp.after, behind, wp.timeout, "");
-    }
-    auto lease = co_await gw.read_pools.at(p.shard)->async_acquire();
-    if (!lease) co_return detail::shard_problem(req, lease.error());
-    const std::string ids[] = {p.id};
-    auto r = co_await shards::async_get_entities(*lease.value(), p.kind, ids);
-    if (!r) co_return detail::shard_problem(req, r.error());
-    const auto& found = r.value().front();
-    const auto id_text = core::format_id16_bytes(p.id);
-    if (!found || found->deleted) {
-        co_return problem(http::status::not_found, "not-found", "Not found",
-                          found ? fmt::format("entity {} of kind {} was deleted (ts {})", id_text, p.kind, found->ts)
-                                : fmt::format("no entity {} of kind {}", id_text, p.kind),
-                          std::nullopt, req.version(), req.keep_alive());
-    }
-    auto body = detail::stored_body_json(found->body);
-    if (!body) {
-        co_return problem(http::status::internal_server_error, "body-corrupt", "Stored body does not decode",
-                          fmt::format("the stored body of entity {} does not decode", id_text), std::nullopt, req.version(),
-                          req.keep_alive());
-    }
-    co_return json_response(http::status::ok,
-                            fmt::format(R"({{"kind":"{}","id":"{}","body":{},"ts":"{}","ts_ms":{}}})", p.kind, id_text, *body,
-                                        found->ts, core::hlc_ms(found->ts)),
-                            req);
+    const auto query = [&](shards::mariadb_conn& c) -> asio::awaitable<core::result<std::optional<shards::stored_entity>>> {
+        const std::vector<std::string> ids{p.id};
+        auto r = co_await shards::async_get_entities(c, p.kind, ids);
+        if (!r) co_return r.error();
+        co_return std::move(r.value().front());
+    };
+    const auto render = [&](std::optional<shards::stored_entity> found) {
+        const auto id_text = core::format_id16_bytes(p.id);
+        if (!found || found->deleted) {
+            return problem(http::status::not_found, "not-found", "Not found",
+                           found ? fmt::format("entity {} of kind {} was deleted (ts {})", id_text, p.kind, found->ts)
+                                 : fmt::format("no entity {} of kind {}", id_text, p.kind),
+                           std::nullopt, req.version(), req.keep_alive());
+        }
+        auto body = detail::stored_body_json(found->body);
+        if (!body) {
+            return problem(http::status::internal_server_error, "body-corrupt", "Stored body does not decode",
+                           fmt::format("the stored body of entity {} does not decode", id_text), std::nullopt,
+                           req.version(), req.keep_alive());
+        }
+        return json_response(http::status::ok,
+                             fmt::format(R"({{"kind":"{}","id":"{}","body":{},"ts":"{}","ts_ms":{}}})", p.kind, id_text,
+                                         *body, found->ts, core::hlc_ms(found->ts)),
+                             req);
+    };
+    co_return co_await detail::async_read_shard(gw, req, p.shard, std::get<detail::wait_params>(w), query, render);
 }
 
 }  // namespace

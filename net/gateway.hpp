@@ -1,6 +1,6 @@
-// The running parts that routes use: journal, clock, shard map, per-shard read pools and
-// apply workers. Owned by cairnd's main (apps/cairnd.cpp), which outlives every session;
-// routes keep a reference. Thread-safe parts only.
+// The running parts that routes use: journal, clock, shard map and the shards (shards/shard_set.hpp:
+// read connections, applied seqs, point-read batchers). Owned by cairnd's main (apps/cairnd.cpp),
+// which outlives every session; routes keep a reference. Thread-safe parts only.
 #pragma once
 
 #include "core/cells.hpp"
@@ -11,17 +11,13 @@
 #include "core/metrics.hpp"
 #include "core/shard_map.hpp"
 
-#include <memory>
-#include <vector>
 
 namespace cairn::journal {
 class journal;
 }
 namespace cairn::shards {
-class pool;
-class apply_worker;
-class edge_get_batcher;
-}  // namespace cairn::shards
+class shard_set;
+}
 
 namespace cairn::net {
 
@@ -32,11 +28,9 @@ struct gateway {
     journal::journal& journal;
     core::hlc& clock;
     const core::shard_map& map;
-    std::vector<shards::pool*> read_pools;        // index = shard
-    std::vector<shards::apply_worker*> workers;   // index = shard
+    shards::shard_set& shards;
     core::limits lim;
     core::registry& metrics;
-    std::vector<shards::edge_get_batcher*> get_batchers = {};  // index = shard; point reads of one edge
     const core::counter_catalog* counters = nullptr;             // the declared counter metrics (none: nullptr)
     const core::cell_config* cells = nullptr;                    // the declared cell tables (none: nullptr)
     const core::entity_config* entities = nullptr;               // the declared entity kinds (none: nullptr)

@@ -8,7 +8,7 @@
 #include "journal/journal.hpp"
 #include "net/detail/applied_wait.hpp"
 #include "net/detail/body_json.hpp"
-#include "net/detail/fan_out.hpp"
+#include "shards/shard_set.hpp"
 #include "net/detail/index_values.hpp"
 #include "net/detail/indexed_objects.hpp"
 #include "net/detail/journal_write.hpp"
@@ -121,7 +121,7 @@ asio::awaitable<bool> index_registry::async_refresh(gateway& gw) {
     std::vector<core::shard_index> shards;
     for (core::shard_index s = 0; s < gw.map.size(); ++s) shards.push_back(s);
     auto task = [&gw, merged, answered](core::shard_index s) -> asio::awaitable<core::result<void>> {
-        auto lease = co_await gw.read_pools.at(s)->async_acquire();
+        auto lease = co_await gw.shards.at(s).async_read_lease();
         if (!lease) co_return lease.error();
         auto defs = co_await shards::async_read_index_defs(*lease.value());
         if (!defs) co_return defs.error();
@@ -132,7 +132,7 @@ asio::awaitable<bool> index_registry::async_refresh(gateway& gw) {
         }
         co_return core::success();
     };
-    co_await detail::async_fan_out(shards, task, gw.lim.query_timeout + gw.lim.connect_timeout);
+    co_await shards::shard_set::async_fan_out(shards, task, gw.lim.query_timeout + gw.lim.connect_timeout);
     if (*answered == 0) co_return false;
     std::map<std::string, core::index_def, std::less<>> live;
     for (auto& [name, slot] : *merged) {
@@ -634,14 +634,14 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
         const std::size_t want = limit + 1 - page.size();
         auto st = std::make_shared<query_state>();
         auto scan = [&gw, st, def = *def, range, after, want](core::shard_index s) -> asio::awaitable<core::result<void>> {
-            auto lease = co_await gw.read_pools.at(s)->async_acquire();
+            auto lease = co_await gw.shards.at(s).async_read_lease();
             if (!lease) co_return lease.error();
             auto r = co_await shards::async_range_index(*lease.value(), def, range, after, want);
             if (!r) co_return r.error();
             for (auto& row : r.value()) st->rows.push_back(std::move(row));
             co_return core::success();
         };
-        if (auto ec = co_await detail::async_fan_out(index_shards, scan, deadline)) co_return detail::shard_problem(req, ec);
+        if (auto ec = co_await shards::shard_set::async_fan_out(index_shards, scan, deadline)) co_return detail::shard_problem(req, ec);
         std::sort(st->rows.begin(), st->rows.end(), key_less);
         const bool exhausted = st->rows.size() < want;
         if (st->rows.size() > want) st->rows.resize(want);
@@ -653,7 +653,7 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
         std::vector<core::shard_index> homes;
         for (const auto& [s, _] : *groups) homes.push_back(s);
         auto fetch = [&gw, st, groups, def = *def](core::shard_index s) -> asio::awaitable<core::result<void>> {
-            auto lease = co_await gw.read_pools.at(s)->async_acquire();
+            auto lease = co_await gw.shards.at(s).async_read_lease();
             if (!lease) co_return lease.error();
             const auto& ids = groups->at(s);
             auto r = co_await detail::async_current_objects(*lease.value(), def, ids);
@@ -661,7 +661,7 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
             for (std::size_t i = 0; i < ids.size(); ++i) st->found[ids[i]] = std::move(r.value()[i]);
             co_return core::success();
         };
-        if (auto ec = co_await detail::async_fan_out(homes, fetch, deadline)) co_return detail::shard_problem(req, ec);
+        if (auto ec = co_await shards::shard_set::async_fan_out(homes, fetch, deadline)) co_return detail::shard_problem(req, ec);
         for (const auto& row : st->rows) {
             if (page.size() > limit) break;
             after = row;

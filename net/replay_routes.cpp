@@ -8,6 +8,7 @@
 #include "net/detail/applied_wait.hpp"
 #include "net/detail/journal_write.hpp"
 #include "net/gateway.hpp"
+#include "shards/shard_set.hpp"
 #include "net/problem.hpp"
 #include "net/router.hpp"
 #include "shards/journal_await.hpp"
@@ -148,8 +149,8 @@ std::variant<replay_filter, input_error> parse_filter(const route_context& ctx, 
     if (f.from_seq > f.to_seq) return input_error{"to_seq", "must not be below from_seq"};
     if (f.since_ms > f.until_ms) return input_error{"until_ms", "must not be below since_ms"};
     if (auto s = ctx.query_param("shard")) {
-        auto v = detail::parse_uint(*s, 0, gw.workers.empty() ? 0 : gw.workers.size() - 1);
-        if (!v) return input_error{"shard", fmt::format("must be a shard index below {}", gw.workers.size())};
+        auto v = detail::parse_uint(*s, 0, (gw.shards.size() == 0) ? 0 : gw.shards.size() - 1);
+        if (!v) return input_error{"shard", fmt::format("must be a shard index below {}", gw.shards.size())};
         f.shard = static_cast<core::shard_index>(*v);
     }
     if (auto m = ctx.query_param("model")) {

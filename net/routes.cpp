@@ -10,7 +10,7 @@
 #include "net/gateway.hpp"
 #include "net/problem.hpp"
 #include "net/router.hpp"
-#include "shards/apply_worker.hpp"
+#include "shards/shard_set.hpp"
 #include "shards/edge_get_batcher.hpp"
 #include "shards/edge_store.hpp"
 #include "shards/journal_await.hpp"
@@ -94,7 +94,7 @@ asio::awaitable<response> async_get_edge(gateway& gw, route_context& ctx) {
         if (!behind.empty()) co_return detail::not_applied_problem(req, *wp.after, behind, wp.timeout, "");
     }
     // Concurrent reads of single edges on one shard share one query (shards/edge_get_batcher.hpp).
-    auto r = co_await gw.get_batchers.at(shard)->async_get(std::string(graph), *source, *destination);
+    auto r = co_await gw.shards.at(shard).edge_gets().async_get(std::string(graph), *source, *destination);
     if (!r) {
         auto res = problem(http::status::service_unavailable, "shard-unavailable", "Shard unavailable",
                            fmt::format("the shard holding this edge did not answer: {}", r.error().message()),
@@ -119,10 +119,10 @@ std::string render_ready(gateway& gw, bool verbose, bool& ready) {
     std::string out = fmt::format(
         R"({{"ready":{},"checks":{{"journal_writable":{},"journal_space":{{"ok":{},"used_bytes":{},"max_bytes":{}}},"shards":[)",
         ready, journal_ok, space_ok, st.map_bytes_used, st.map_bytes_max);
-    for (std::size_t i = 0; i < gw.workers.size(); ++i) {
-        const auto* w = gw.workers[i];
+    for (std::size_t i = 0; i < gw.shards.size(); ++i) {
+        const shards::shard* w = &gw.shards.at(static_cast<core::shard_index>(i));
         fmt::format_to(std::back_inserter(out), R"({}{{"shard":{},"up":{},"applied_seq":{},"lag_ops":{},"paused":{}}})",
-                       i ? "," : "", i, w->shard_up(), w->applied_seq(),
+                       i ? "," : "", i, w->up(), w->applied_seq(),
                        st.last_seq > w->applied_seq() ? st.last_seq - w->applied_seq() : 0, w->paused());
     }
     out += "]}}";

@@ -5,6 +5,7 @@
 #include "net/detail/applied_wait.hpp"
 #include "net/edge_json.hpp"
 #include "net/gateway.hpp"
+#include "shards/shard_set.hpp"
 #include "net/routes.hpp"
 #include "net/set_merge.hpp"
 #include "shards/edge_store.hpp"
@@ -24,7 +25,7 @@ constexpr std::size_t set_limit_default = 100;
 id_fetch fetch_for(gateway& gw, std::string graph, const set_query& q) {
     return [&gw, graph = std::move(graph), q](std::optional<std::int64_t> after,
                                               std::size_t n) -> asio::awaitable<core::result<std::vector<std::int64_t>>> {
-        auto lease = co_await gw.read_pools.at(gw.map.shard_of_id(q.node_id))->async_acquire();
+        auto lease = co_await gw.shards.at(gw.map.shard_of_id(q.node_id)).async_read_lease();
         if (!lease) co_return lease.error();
         const auto direction = q.forward ? shards::edge_direction::forward : shards::edge_direction::backward;
         auto ids = co_await shards::async_scan_other_ids(*lease.value(), graph, q.node_id, direction, q.state, after, n);

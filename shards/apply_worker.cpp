@@ -6,9 +6,8 @@
 #include "core/log_task_end.hpp"
 #include "journal/journal.hpp"
 #include "shards/journal_await.hpp"
-#include "shards/mariadb_conn.hpp"
+#include "shards/apply_target.hpp"
 #include "shards/model_dispatch.hpp"
-#include "shards/pool.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
@@ -27,26 +26,17 @@ namespace {
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
-bool is_outage(const core::error_code& ec) {
-    return ec == core::errc::shard_unavailable || ec == core::errc::shard_timeout;
-}
-
 // How many times a deadlock or lock-wait timeout is retried at once before the batch backs off.
 constexpr int retry_now_max = 5;
 
-std::string describe_failure(const core::error_code& ec, const mariadb_conn& conn) {
-    if (conn.last_errno() != 0) return fmt::format("{} ({}: {})", ec.message(), conn.last_errno(), conn.last_error());
-    return ec.message();
-}
-
 }  // namespace
 
-apply_worker::apply_worker(asio::any_io_executor ex, journal::journal& j, const core::shard_map& map, pool& p,
-                           apply_worker_options opts, core::registry& metrics)
+apply_worker::apply_worker(asio::any_io_executor ex, journal::journal& j, const core::shard_map& map,
+                           apply_target& target, apply_worker_options opts, core::registry& metrics)
     : strand_(asio::make_strand(ex)),
       journal_(j),
       map_(map),
-      pool_(p),
+      target_(target),
       opts_(std::move(opts)),
       wake_(strand_),
       paused_(opts_.paused),
@@ -141,11 +131,8 @@ asio::awaitable<void> apply_worker::async_sleep(std::chrono::milliseconds d) {
     co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
 }
 
-asio::awaitable<void> apply_worker::async_outage_backoff(const core::error_code& ec, std::string_view what) {
-    // A stop (which aborts the shard's connections) is no outage, and ends the wait: stop() posts
-    // its cancel to this strand after setting stopping_, so either this check sees it or the
-    // cancel finds the wait below.
-    if (stopping_.load()) co_return;
+void apply_worker::note_outage(const core::error_code& ec, std::string_view what) {
+    if (stopping_.load()) return;  // a stop aborts the shard's connections: that is no outage
     if (shard_up_.exchange(false) || outage_delay_ == 0ms) {
         spdlog::warn("shard {}: {} failed: {}; writes are kept in the journal until it is back", opts_.shard, what,
                      ec.message());
@@ -153,10 +140,6 @@ asio::awaitable<void> apply_worker::async_outage_backoff(const core::error_code&
     m_up_.set(0);
     m_outages_.inc();
     outage_delay_ = std::clamp(outage_delay_ * 2, std::chrono::milliseconds(50), opts_.lim.outage_backoff_max);
-    // Sleep without being woken by new ops: the shard is down, not idle.
-    wake_.expires_after(outage_delay_);
-    core::error_code wait_ec;
-    co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, wait_ec));
 }
 
 std::chrono::milliseconds apply_worker::retry_delay(std::uint32_t attempts) {
@@ -168,61 +151,88 @@ std::chrono::milliseconds apply_worker::retry_delay(std::uint32_t attempts) {
     return std::chrono::milliseconds(jitter(rng_));
 }
 
-asio::awaitable<core::result<void>> apply_worker::async_apply(mariadb_conn& conn,
+asio::awaitable<core::result<void>> apply_worker::async_apply(apply_session& session,
                                                               std::span<const core::op* const> ops) {
     const apply_context ctx{map_, *opts_.counters, *opts_.cells, *opts_.entities, now_ms()};
-    co_return co_await async_apply_ops(conn, ctx, opts_.shard, ops);
+    co_return co_await session.async_apply(ctx, opts_.shard, ops);
 }
 
-asio::awaitable<void> apply_worker::async_ensure_schema() {
-    while (!stopping_) {
-        auto lease = co_await pool_.async_acquire();
-        if (lease) {
-            const apply_context ctx{map_, *opts_.counters, *opts_.cells, *opts_.entities, now_ms()};
-            auto r = co_await async_create_schema(*lease.value(), ctx);
-            if (r) {
-                shard_up_ = true;
-                m_up_.set(1);
-                outage_delay_ = 0ms;
-                co_return;
-            }
-            spdlog::warn("shard {}: creating tables failed: {}", opts_.shard, describe_failure(r.error(), *lease.value()));
-            co_await async_outage_backoff(r.error(), "creating tables");
-        } else {
-            co_await async_outage_backoff(lease.error(), "connecting");
-        }
+asio::awaitable<bool> apply_worker::async_ensure_schema() {
+    auto session = co_await target_.async_open();
+    if (!session) {
+        note_outage(session.error(), "connecting");
+        co_return false;
     }
+    const apply_context ctx{map_, *opts_.counters, *opts_.cells, *opts_.entities, now_ms()};
+    auto r = co_await session.value()->async_create_schema(ctx);
+    if (!r) {
+        spdlog::warn("shard {}: creating tables failed: {}", opts_.shard, session.value()->describe(r.error()));
+        note_outage(r.error(), "creating tables");
+        co_return false;
+    }
+    schema_ready_ = true;
+    shard_up_ = true;
+    m_up_.set(1);
+    outage_delay_ = 0ms;
+    co_return true;
 }
 
 asio::awaitable<void> apply_worker::async_run() {
-    co_await async_ensure_schema();
     while (!stopping_) {
-        if (paused_) {
+        if (paused_ && schema_ready_) {
             notified_ = false;
             co_await async_sleep(1s);
             continue;
         }
         notified_ = false;
-        const bool applied = co_await async_apply_batch();
-        // A pause that came during the batch holds the error queue too (an operator pauses to
-        // inspect or re-inject, and expects nothing to be retried meanwhile).
-        bool retried = false;
-        if (!paused_) retried = co_await async_retry_errors();
-        if (!applied && !retried) co_await async_sleep(100ms);
+        const step_outcome o = co_await async_step();
+        // A stop (which aborts the shard's connections) is no outage, and ends the loop at once.
+        if (stopping_) break;
+        switch (o) {
+            case step_outcome::progressed:
+                break;
+            case step_outcome::idle:
+                co_await async_sleep(100ms);
+                break;
+            case step_outcome::journal_error:
+                co_await async_sleep(1s);
+                break;
+            case step_outcome::outage: {
+                // Sleep without being woken by new ops: the shard is down, not idle. stop() posts
+                // its cancel to this strand after setting stopping_, so either the check above saw
+                // it or the cancel finds this wait.
+                wake_.expires_after(outage_delay_);
+                core::error_code ec;
+                co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+                break;
+            }
+        }
     }
 }
 
-asio::awaitable<bool> apply_worker::async_apply_batch() {
+asio::awaitable<apply_worker::step_outcome> apply_worker::async_step() {
+    if (!schema_ready_ && !co_await async_ensure_schema()) co_return step_outcome::outage;
+    if (paused_) co_return step_outcome::idle;
+    const step_outcome applied = co_await async_apply_batch();
+    if (applied == step_outcome::outage || applied == step_outcome::journal_error) co_return applied;
+    // A pause that came during the batch holds the error queue too (an operator pauses to
+    // inspect or re-inject, and expects nothing to be retried meanwhile).
+    if (paused_) co_return applied;
+    const step_outcome retried = co_await async_retry_errors();
+    if (retried != step_outcome::idle) co_return retried;
+    co_return applied;
+}
+
+asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
     const core::shard_index shard = opts_.shard;
     const std::uint64_t cursor = journal_.cursor(shard);
-    if (journal_.last_seq() <= cursor) co_return false;
+    if (journal_.last_seq() <= cursor) co_return step_outcome::idle;
     auto batch = journal_.read_ops(cursor, opts_.lim.apply_batch_ops_max);
     if (!batch) {
         spdlog::error("shard {}: reading the journal after seq {} failed: {}", shard, cursor, batch.error().message());
-        co_await async_sleep(1s);
-        co_return false;
+        co_return step_outcome::journal_error;
     }
-    if (batch.value().empty()) co_return false;
+    if (batch.value().empty()) co_return step_outcome::idle;
 
     std::vector<const core::op*> mine;
     std::vector<std::uint64_t> mine_seqs;
@@ -238,20 +248,20 @@ asio::awaitable<bool> apply_worker::async_apply_batch() {
 
     if (!mine.empty()) {
         const auto started = std::chrono::steady_clock::now();
-        auto lease = co_await pool_.async_acquire();
-        if (!lease) {
-            co_await async_outage_backoff(lease.error(), "connecting");
-            co_return false;
+        auto session = co_await target_.async_open();
+        if (!session) {
+            note_outage(session.error(), "connecting");
+            co_return step_outcome::outage;
         }
-        mariadb_conn& conn = *lease.value();
+        apply_session& s = *session.value();
         core::result<void> r = core::success();
         for (int attempt = 0; attempt <= retry_now_max; ++attempt) {
-            r = co_await async_apply(conn, mine);
+            r = co_await async_apply(s, mine);
             if (r || r.error() != core::errc::shard_retry) break;
         }
         if (!r && is_outage(r.error())) {
-            co_await async_outage_backoff(r.error(), "applying a batch");
-            co_return false;
+            note_outage(r.error(), "applying a batch");
+            co_return step_outcome::outage;
         }
         if (!r) {
             // Some op of the batch fails on a healthy shard: apply each op alone, so that only
@@ -260,15 +270,15 @@ asio::awaitable<bool> apply_worker::async_apply_batch() {
                 std::array<const core::op*, 1> one{mine[i]};
                 core::result<void> r1 = core::success();
                 for (int attempt = 0; attempt <= retry_now_max; ++attempt) {
-                    r1 = co_await async_apply(conn, one);
+                    r1 = co_await async_apply(s, one);
                     if (r1 || r1.error() != core::errc::shard_retry) break;
                 }
                 if (r1) continue;
                 if (is_outage(r1.error())) {
                     // Nothing is committed to the journal: the whole batch is applied again
                     // later, which is harmless because applying is idempotent.
-                    co_await async_outage_backoff(r1.error(), "applying an op");
-                    co_return false;
+                    note_outage(r1.error(), "applying an op");
+                    co_return step_outcome::outage;
                 }
                 journal::error_task task;
                 task.shard = shard;
@@ -276,7 +286,7 @@ asio::awaitable<bool> apply_worker::async_apply_batch() {
                 task.attempts = 1;
                 task.first_failed_ms = now_ms();
                 task.due_ms = task.first_failed_ms + static_cast<std::uint64_t>(retry_delay(1).count());
-                task.errors.push_back(describe_failure(r1.error(), conn));
+                task.errors.push_back(s.describe(r1.error()));
                 task.op_bytes = core::encode_op(*mine[i]);
                 spdlog::warn("shard {}: op seq {} failed: {}; queued for retry", shard, task.seq, task.errors.back());
                 outcome.put_errors.push_back(std::move(task));
@@ -291,8 +301,7 @@ asio::awaitable<bool> apply_worker::async_apply_batch() {
     auto committed = co_await async_commit_outcome(journal_, std::move(outcome));
     if (!committed) {
         spdlog::error("shard {}: committing the cursor failed: {}", shard, committed.error().message());
-        co_await async_sleep(1s);
-        co_return false;
+        co_return step_outcome::journal_error;
     }
     applied_seq_ = batch.value().back().first;
     m_applied_seq_.set(static_cast<double>(applied_seq_.load()));
@@ -300,19 +309,23 @@ asio::awaitable<bool> apply_worker::async_apply_batch() {
     if (!shard_up_.exchange(true)) spdlog::info("shard {}: applying again", shard);
     m_up_.set(1);
     outage_delay_ = 0ms;
-    co_return true;
+    co_return step_outcome::progressed;
 }
 
-asio::awaitable<bool> apply_worker::async_retry_errors() {
+asio::awaitable<apply_worker::step_outcome> apply_worker::async_retry_errors() {
     const core::shard_index shard = opts_.shard;
     auto due = journal_.due_errors(shard, now_ms(), 64);
-    if (!due || due.value().empty()) co_return false;
-    auto lease = co_await pool_.async_acquire();
-    if (!lease) {
-        co_await async_outage_backoff(lease.error(), "connecting");
-        co_return false;
+    if (!due) {
+        spdlog::error("shard {}: reading the error queue failed: {}", shard, due.error().message());
+        co_return step_outcome::journal_error;
     }
-    mariadb_conn& conn = *lease.value();
+    if (due.value().empty()) co_return step_outcome::idle;
+    auto session = co_await target_.async_open();
+    if (!session) {
+        note_outage(session.error(), "connecting");
+        co_return step_outcome::outage;
+    }
+    apply_session& s = *session.value();
     journal::apply_outcome outcome;
     outcome.shard = shard;
     bool outage = false;
@@ -323,7 +336,7 @@ asio::awaitable<bool> apply_worker::async_retry_errors() {
         outcome.remove_errors.push_back(std::move(task));
         if (decoded) {
             std::array<const core::op*, 1> one{&decoded.value()};
-            auto r = co_await async_apply(conn, one);
+            auto r = co_await async_apply(s, one);
             if (r) {
                 m_applied_ops_.inc();
                 outcomes_.add(now_ms(), 1, 0);
@@ -332,11 +345,11 @@ asio::awaitable<bool> apply_worker::async_retry_errors() {
             if (is_outage(r.error())) {
                 // A shard outage is not the op's fault: keep the task as it was.
                 outcome.remove_errors.pop_back();
-                co_await async_outage_backoff(r.error(), "retrying an op");
+                note_outage(r.error(), "retrying an op");
                 outage = true;
                 break;
             }
-            next.errors.push_back(describe_failure(r.error(), conn));
+            next.errors.push_back(s.describe(r.error()));
             // A deadlock or lock-wait timeout is retried at once (and still counted).
             retry_at_once = r.error() == core::errc::shard_retry;
         } else {
@@ -358,13 +371,13 @@ asio::awaitable<bool> apply_worker::async_retry_errors() {
             m_errors_queued_.inc();
         }
     }
-    if (outcome.remove_errors.empty()) co_return false;
+    if (outcome.remove_errors.empty()) co_return outage ? step_outcome::outage : step_outcome::idle;
     auto committed = co_await async_commit_outcome(journal_, std::move(outcome));
     if (!committed) {
         spdlog::error("shard {}: committing the error queue failed: {}", shard, committed.error().message());
-        co_return false;
+        co_return step_outcome::journal_error;
     }
-    co_return !outage;
+    co_return outage ? step_outcome::outage : step_outcome::progressed;
 }
 
 }  // namespace cairn::shards

@@ -1,7 +1,9 @@
 // One apply worker per shard: reads the journal from the shard's cursor, applies batches of
-// ops with idempotent SQL, advances the cursor, and re-feeds the shard's error queue through
-// the same apply function. Runs as one coroutine on its own strand; notify() and the
-// accessors are thread-safe. Owns nothing it is given: journal, map and pool must outlive it.
+// ops through the shard's face (shards/apply_target.hpp: MariaDB, or the simulation's in-memory
+// shard), advances the cursor, and re-feeds the shard's error queue through the same apply
+// function. Runs as one coroutine on its own strand (or is stepped by a simulation, see
+// async_step); notify() and the accessors are thread-safe. Owns nothing it is given: journal,
+// map and target must outlive it.
 #pragma once
 
 #include <utility>  // Boost 1.74's awaitable.hpp forgets it.
@@ -36,8 +38,8 @@ struct error_task;
 
 namespace cairn::shards {
 
-class pool;
-class mariadb_conn;
+class apply_target;
+class apply_session;
 
 struct apply_worker_options {
     core::shard_index shard = 0;
@@ -51,8 +53,8 @@ struct apply_worker_options {
 
 class apply_worker {
 public:
-    apply_worker(boost::asio::any_io_executor ex, journal::journal& j, const core::shard_map& map, pool& p,
-                 apply_worker_options opts, core::registry& metrics);
+    apply_worker(boost::asio::any_io_executor ex, journal::journal& j, const core::shard_map& map,
+                 apply_target& target, apply_worker_options opts, core::registry& metrics);
     ~apply_worker();
 
     // Starts the loop; stop() ends it at its next suspension point.
@@ -80,17 +82,32 @@ public:
     core::minute_window::totals last_minute() const { return outcomes_.last_minute(now_ms()); }
     core::shard_index shard() const noexcept { return opts_.shard; }
 
-    // Applies ops (already filtered to nothing) in one transaction: the one apply function
-    // that batches, isolated ops and error-queue retries all go through.
-    boost::asio::awaitable<core::result<void>> async_apply(mariadb_conn& conn, std::span<const core::op* const> ops);
+    // What one round of the loop did.
+    enum class step_outcome {
+        idle,           // nothing to apply and no error task due
+        progressed,     // a batch was applied (or queued) and its cursor committed, or error tasks were retried
+        outage,         // the shard was unreachable: wait outage_delay() before the next round
+        journal_error,  // reading or committing the journal failed: wait before the next round
+    };
+    // One round of the loop, without sleeping: creates the tables if that is not done yet, applies
+    // the next batch of journaled ops, then (unless paused) retries the error tasks that are due by
+    // the wall clock. async_run loops over it; the simulation (tests/sim/) calls it directly, on
+    // its own clock, one round at a time. Must not run concurrently with itself or start().
+    boost::asio::awaitable<step_outcome> async_step();
+    // The back-off after the last outage (doubling from 50 ms to limits.outage_backoff_max).
+    std::chrono::milliseconds outage_delay() const noexcept { return outage_delay_; }
 
 private:
     boost::asio::awaitable<void> async_run();
-    boost::asio::awaitable<void> async_ensure_schema();
-    boost::asio::awaitable<bool> async_apply_batch();
-    boost::asio::awaitable<bool> async_retry_errors();
+    boost::asio::awaitable<bool> async_ensure_schema();
+    boost::asio::awaitable<step_outcome> async_apply_batch();
+    boost::asio::awaitable<step_outcome> async_retry_errors();
+    // Applies ops in one transaction: the one apply function that batches, isolated ops and
+    // error-queue retries all go through.
+    boost::asio::awaitable<core::result<void>> async_apply(apply_session& s, std::span<const core::op* const> ops);
     boost::asio::awaitable<void> async_sleep(std::chrono::milliseconds d);
-    boost::asio::awaitable<void> async_outage_backoff(const core::error_code& ec, std::string_view what);
+    // Marks the shard down (logged once per outage) and doubles outage_delay_.
+    void note_outage(const core::error_code& ec, std::string_view what);
     std::chrono::milliseconds retry_delay(std::uint32_t attempts);
     std::uint64_t now_ms() const;
     // Wakes the waiters whose seq is now applied (all of them when stopping).
@@ -106,8 +123,9 @@ private:
     boost::asio::strand<boost::asio::any_io_executor> strand_;
     journal::journal& journal_;
     const core::shard_map& map_;
-    pool& pool_;
+    apply_target& target_;
     apply_worker_options opts_;
+    bool schema_ready_ = false;  // on the strand
     boost::asio::steady_timer wake_;
     std::atomic<bool> notified_{false};
     std::atomic<bool> paused_;

@@ -2,7 +2,7 @@
 
 #include "core/text_rules.hpp"
 #include "net/gateway.hpp"
-#include "shards/apply_worker.hpp"
+#include "shards/shard_set.hpp"
 
 #include <boost/beast/http/field.hpp>
 
@@ -87,7 +87,7 @@ asio::awaitable<std::vector<core::shard_index>> async_wait_applied(gateway& gw, 
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     std::vector<core::shard_index> behind;
     for (core::shard_index s : shards) {
-        shards::apply_worker& w = *gw.workers.at(s);
+        shards::shard& w = gw.shards.at(s);
         // Rounded up: a wait never ends before the timeout the client asked for.
         const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         const bool applied = co_await w.async_wait_applied(seq, std::max(left, std::chrono::milliseconds::zero()));

@@ -34,6 +34,11 @@ response journal_error(const request& req, const core::error_code& ec) {
                       "the journal has reached its size limit; writes resume when applied ops are retired",
                       std::nullopt, req.version(), req.keep_alive());
         res.set(http::field::retry_after, "30");
+    } else if (ec == core::errc::disk_full) {
+        res = problem(http::status::service_unavailable, "disk-full", "Disk full",
+                      "the journal's disk is full; writes resume when there is room (nothing acknowledged is lost)",
+                      std::nullopt, req.version(), req.keep_alive());
+        res.set(http::field::retry_after, "30");
     } else if (ec == core::errc::overloaded) {
         res = problem(http::status::service_unavailable, "overloaded", "Overloaded",
                       "too many writes are waiting to be journaled or applied; retry later", std::nullopt,

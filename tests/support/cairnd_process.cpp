@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -76,6 +77,18 @@ bool cairnd_process::start(std::chrono::seconds timeout) {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
+    std::vector<std::string> env_entries;
+    for (char** e = environ; *e != nullptr; ++e) {
+        const std::string entry(*e);
+        const auto name = entry.substr(0, entry.find('=') + 1);
+        const bool replaced = std::any_of(opts_.env.begin(), opts_.env.end(),
+                                          [&](const std::string& x) { return x.rfind(name, 0) == 0; });
+        if (!replaced) env_entries.push_back(entry);
+    }
+    for (const auto& e : opts_.env) env_entries.push_back(e);
+    std::vector<char*> envp;
+    for (auto& e : env_entries) envp.push_back(e.data());
+    envp.push_back(nullptr);
     // fork + exec rather than posix_spawn, for two things the child does before exec: it dies with
     // the test process (PR_SET_PDEATHSIG: a test that crashes leaves no cairnd behind, holding its
     // port and database), and it closes every descriptor beyond stderr (the test's sockets and
@@ -88,7 +101,7 @@ bool cairnd_process::start(std::chrono::seconds timeout) {
         if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(127);
         if (::dup2(log_fd, STDOUT_FILENO) < 0 || ::dup2(log_fd, STDERR_FILENO) < 0) ::_exit(127);
         ::close_range(3, ~0U, 0);
-        ::execve(binary.c_str(), argv.data(), environ);
+        ::execve(binary.c_str(), argv.data(), envp.data());
         ::_exit(127);
     }
     ::close(log_fd);
@@ -125,9 +138,8 @@ void cairnd_process::kill9() {
     pid_ = -1;
 }
 
-int cairnd_process::terminate(std::chrono::seconds timeout) {
+int cairnd_process::wait_exit(std::chrono::milliseconds timeout) {
     if (pid_ <= 0) return -1;
-    ::kill(pid_, SIGTERM);
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
         int status = 0;
@@ -138,8 +150,15 @@ int cairnd_process::terminate(std::chrono::seconds timeout) {
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    kill9();
     return -1;
+}
+
+int cairnd_process::terminate(std::chrono::seconds timeout) {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, SIGTERM);
+    const int code = wait_exit(timeout);
+    if (code < 0) kill9();
+    return code;
 }
 
 std::string cairnd_process::log_tail(std::size_t bytes) const {

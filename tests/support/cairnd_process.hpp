@@ -26,6 +26,7 @@ struct cairnd_options {
     std::string apply_toml;              // extra lines for the [apply] table
     std::string extra_toml;              // appended to the generated config (e.g. a [limits] table)
     std::uint32_t retry_attempts_max = 3;
+    std::vector<std::string> env;        // "NAME=value" entries added to (or replacing) the test's environment
 };
 
 class cairnd_process {
@@ -40,6 +41,9 @@ public:
     // SIGTERM, then waits; returns the exit status (or -1 if it had to be killed).
     int terminate(std::chrono::seconds timeout = std::chrono::seconds(30));
     bool running();
+    // Waits until cairnd exits on its own; its exit code (128 + signal if killed by one), or -1 if it
+    // still runs after timeout (it is left running).
+    int wait_exit(std::chrono::milliseconds timeout);
 
     std::uint16_t port() const { return port_; }
     const std::string& journal_dir() const { return opts_.journal_dir; }

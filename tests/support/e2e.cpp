@@ -1,5 +1,11 @@
 #include "tests/support/e2e.hpp"
 
+#include "core/config.hpp"
+#include "core/hlc.hpp"
+#include "journal/journal.hpp"
+
+#include <gtest/gtest.h>
+
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -116,6 +122,30 @@ int run_script(const std::string& command) {
     const std::string full = fmt::format("cd '{}' && {}", repo ? repo : ".", command);
     const int rc = std::system(full.c_str());
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+std::set<std::pair<std::int64_t, std::int64_t>> journaled_edges(const std::string& dir, std::size_t shard_count) {
+    core::hlc clock(1);
+    journal::options o;
+    o.path = dir;
+    o.node_id = 1;
+    o.shard_count = static_cast<std::uint32_t>(shard_count);
+    o.size_bytes_max = core::default_config().journal_size_bytes_max;
+    auto j = journal::journal::open(o, clock);
+    EXPECT_TRUE(j) << "the journal at " << dir << " does not open: " << (j ? "" : j.error().message());
+    std::set<std::pair<std::int64_t, std::int64_t>> out;
+    if (!j) return out;
+    std::uint64_t after = 0;
+    for (;;) {
+        auto ops = j.value()->read_ops(after, 10'000);
+        EXPECT_TRUE(ops) << "reading the journal failed";
+        if (!ops || ops.value().empty()) break;
+        for (const auto& [seq, op] : ops.value()) {
+            if (const auto* e = std::get_if<core::edge_op>(&op.body)) out.emplace(e->source_id, e->destination_id);
+            after = seq;
+        }
+    }
+    return out;
 }
 
 }  // namespace cairn::test

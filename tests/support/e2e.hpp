@@ -57,6 +57,10 @@ std::optional<double> metric(std::uint16_t port, const std::string& series);
 // Forward edges (graph, source, destination, state) on all shards in database db.
 std::set<std::tuple<std::string, std::int64_t, std::int64_t, int>> forward_edges(const std::string& db);
 
+// Every edge op (source, destination) in the journal at dir, read in this process while no cairnd
+// has it open (node id 1, as cairnd_process configures it). Fails the test if it does not open.
+std::set<std::pair<std::int64_t, std::int64_t>> journaled_edges(const std::string& dir, std::size_t shard_count);
+
 // Runs a shell command from the repo root (scripts/shards ...); returns its exit status.
 int run_script(const std::string& command);
 

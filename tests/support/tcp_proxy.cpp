@@ -8,7 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cerrno>
 #include <stdexcept>
 #include <vector>
@@ -78,6 +80,7 @@ void tcp_proxy::run() {
     struct pair {
         int client = -1;
         int server = -1;
+        std::size_t budget = SIZE_MAX;  // server bytes the client may still get (trickle)
     };
     std::vector<pair> pairs;
     std::array<char, 64 * 1024> buf{};
@@ -87,13 +90,21 @@ void tcp_proxy::run() {
         p.client = p.server = -1;
     };
     while (!stop_) {
+        if (drop_.exchange(false)) {
+            for (auto& p : pairs) close_pair(p);
+            pairs.clear();
+        }
         const bool frozen = frozen_;
         std::vector<pollfd> fds;
+        std::vector<std::pair<std::size_t, bool>> polled;  // per fds[i > 0]: (pair, from the client)
         fds.push_back({listen_fd_, POLLIN, 0});
         if (!frozen) {
-            for (const auto& p : pairs) {
-                fds.push_back({p.client, POLLIN, 0});
-                fds.push_back({p.server, POLLIN, 0});
+            for (std::size_t k = 0; k < pairs.size(); ++k) {
+                if (pairs[k].budget == 0) continue;  // trickled out: never moves again
+                fds.push_back({pairs[k].client, POLLIN, 0});
+                polled.emplace_back(k, true);
+                fds.push_back({pairs[k].server, POLLIN, 0});
+                polled.emplace_back(k, false);
             }
         }
         // A short timeout so that freeze, thaw and the destructor take effect promptly.
@@ -109,21 +120,31 @@ void tcp_proxy::run() {
                 } else {
                     const int one = 1;
                     ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-                    pairs.push_back({c, s});
+                    const std::size_t t = trickle_;
+                    pairs.push_back({c, s, t == 0 ? SIZE_MAX : t});
                 }
             }
         }
         if (frozen) continue;
         for (std::size_t i = 1; i < fds.size(); ++i) {
             if (fds[i].revents == 0) continue;
-            pair& p = pairs[(i - 1) / 2];
-            if (p.client < 0) continue;
-            const bool from_client = (i - 1) % 2 == 0;
+            const auto [k, from_client] = polled[i - 1];
+            pair& p = pairs[k];
+            if (p.client < 0 || p.budget == 0) continue;
             const int from = from_client ? p.client : p.server;
             const int to = from_client ? p.server : p.client;
             const ssize_t r = ::recv(from, buf.data(), buf.size(), MSG_DONTWAIT);
             if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-            if (r <= 0 || !send_all(to, buf.data(), static_cast<std::size_t>(r))) close_pair(p);
+            if (r <= 0) {
+                close_pair(p);
+                continue;
+            }
+            std::size_t len = static_cast<std::size_t>(r);
+            if (!from_client && p.budget != SIZE_MAX) {
+                len = std::min(len, p.budget);
+                p.budget -= len;
+            }
+            if (!send_all(to, buf.data(), len)) close_pair(p);
         }
         std::erase_if(pairs, [](const pair& p) { return p.client < 0; });
     }

@@ -104,6 +104,26 @@ TEST(journal_failure, injected_map_full_is_not_sticky) {
     EXPECT_EQ(r.value().first_seq, 4u);
 }
 
+TEST(journal_failure, a_full_disk_refuses_the_group_and_is_not_sticky) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    auto j = std::move(journal::open(test::test_options(dir.path(), wall), clock).value());
+    ASSERT_TRUE(append_sync(*j, make_ops(3, clock)));
+    j->fail_next_commit_for_test(ENOSPC);
+    EXPECT_EQ(append_sync(*j, make_ops(2, clock), "retry-me").error(), core::errc::disk_full);
+    EXPECT_TRUE(j->healthy());
+    EXPECT_EQ(j->last_seq(), 3u);
+    // Once there is room the same request commits, as new: nothing of the failed group was written.
+    auto r = append_sync(*j, make_ops(2, clock), "retry-me");
+    ASSERT_TRUE(r);
+    EXPECT_FALSE(r.value().deduplicated);
+    EXPECT_EQ(r.value().first_seq, 4u);
+    j->fail_next_commit_for_test(EDQUOT);
+    EXPECT_EQ(append_sync(*j, make_ops(1, clock)).error(), core::errc::disk_full);
+    EXPECT_TRUE(j->healthy());
+}
+
 TEST(journal_failure, map_full_still_commits_the_outcomes_of_the_group) {
     test::temp_dir dir;
     test::manual_wall wall;

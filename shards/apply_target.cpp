@@ -1,0 +1,59 @@
+#include "shards/apply_target.hpp"
+
+#include "shards/mariadb_conn.hpp"
+#include "shards/pool.hpp"
+
+#include <fmt/format.h>
+
+namespace cairn::shards {
+namespace {
+
+namespace asio = boost::asio;
+
+class mariadb_session final : public apply_session {
+public:
+    explicit mariadb_session(lease l) : lease_(std::move(l)) {}
+
+    asio::awaitable<core::result<void>> async_create_schema(const apply_context& ctx) override {
+        co_return co_await shards::async_create_schema(*lease_, ctx);
+    }
+
+    asio::awaitable<core::result<void>> async_apply(const apply_context& ctx, core::shard_index shard,
+                                                    std::span<const core::op* const> ops) override {
+        co_return co_await async_apply_ops(*lease_, ctx, shard, ops);
+    }
+
+    std::string describe(const core::error_code& ec) const override {
+        if (lease_->last_errno() != 0) {
+            return fmt::format("{} ({}: {})", ec.message(), lease_->last_errno(), lease_->last_error());
+        }
+        return ec.message();
+    }
+
+private:
+    lease lease_;
+};
+
+class mariadb_target final : public apply_target {
+public:
+    explicit mariadb_target(pool& p) : pool_(p) {}
+
+    asio::awaitable<core::result<std::unique_ptr<apply_session>>> async_open() override {
+        auto l = co_await pool_.async_acquire();
+        if (!l) co_return l.error();
+        co_return std::unique_ptr<apply_session>(std::make_unique<mariadb_session>(std::move(l).value()));
+    }
+
+private:
+    pool& pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<apply_target> make_mariadb_apply_target(pool& p) { return std::make_unique<mariadb_target>(p); }
+
+bool is_outage(const core::error_code& ec) noexcept {
+    return ec == core::errc::shard_unavailable || ec == core::errc::shard_timeout;
+}
+
+}  // namespace cairn::shards

@@ -1,0 +1,62 @@
+// The face of one shard as its apply worker sees it: sessions that create the schema and apply
+// batches of ops. MariaDB is one implementation (make_mariadb_apply_target, over a pool); the
+// seeded simulation (tests/sim/) gives the real apply worker an in-memory shard with faults
+// behind this same face. Implementations say which executors may call them.
+#pragma once
+
+#include <utility>  // Boost 1.74's awaitable.hpp forgets it.
+
+#include "core/op.hpp"
+#include "core/result.hpp"
+#include "core/shard_map.hpp"
+#include "shards/model_dispatch.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <memory>
+#include <span>
+#include <string>
+
+namespace cairn::shards {
+
+class pool;
+
+// One connection's worth of a shard, held for one batch (or one round of error-queue retries).
+// One operation at a time; the session is dropped when the batch is done, and a session whose
+// statement failed with an outage is never used again.
+class apply_session {
+public:
+    virtual ~apply_session() = default;
+
+    // Creates every model's tables if missing. Errors: as async_apply.
+    virtual boost::asio::awaitable<core::result<void>> async_create_schema(const apply_context& ctx) = 0;
+
+    // Applies the rows of ops that live on shard, idempotently and commutatively (see
+    // async_apply_ops). Errors: shard_unavailable and shard_timeout are outages (the connection
+    // was lost or timed out: the ops may or may not have been applied); shard_retry (a deadlock or
+    // lock-wait timeout: nothing applied, try again at once); anything else is the ops' fault on a
+    // healthy shard (shard_rejected, undeclared, op_expired: the worker isolates the op and queues it).
+    // ops and ctx must stay valid until the await completes.
+    virtual boost::asio::awaitable<core::result<void>> async_apply(const apply_context& ctx, core::shard_index shard,
+                                                                   std::span<const core::op* const> ops) = 0;
+
+    // The failure as an operator reads it in logs and dead letters (with the server's error number
+    // and text when there is one).
+    virtual std::string describe(const core::error_code& ec) const = 0;
+};
+
+class apply_target {
+public:
+    virtual ~apply_target() = default;
+
+    // A session. Errors: shard_unavailable, shard_timeout (outages), shutting_down.
+    virtual boost::asio::awaitable<core::result<std::unique_ptr<apply_session>>> async_open() = 0;
+};
+
+// Sessions are leases of p's connections; p must outlive the target and its sessions.
+std::unique_ptr<apply_target> make_mariadb_apply_target(pool& p);
+
+// An outage: the shard was unreachable or timed out, so the op is not at fault.
+bool is_outage(const core::error_code& ec) noexcept;
+
+}  // namespace cairn::shards

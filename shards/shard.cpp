@@ -1,0 +1,75 @@
+#include "shards/shard.hpp"
+
+#include "journal/journal.hpp"
+#include "shards/apply_target.hpp"
+#include "shards/apply_worker.hpp"
+#include "shards/edge_get_batcher.hpp"
+#include "shards/pool.hpp"
+
+#include <fmt/format.h>
+
+namespace cairn::shards {
+
+shard::shard(boost::asio::any_io_executor ex, journal::journal& j, const core::shard_map& map, shard_options opts,
+             core::registry& metrics)
+    : index_(opts.index),
+      read_pool_(std::make_unique<pool>(ex, opts.conn, opts.lim.read_pool_connections)),
+      apply_pool_(std::make_unique<pool>(ex, opts.conn, 1)),
+      target_(make_mariadb_apply_target(*apply_pool_)) {
+    const core::labels shard_label{{"shard", std::to_string(index_)}};
+    // get_batch_runners read connections at most carry combined point reads; pages and counts keep the rest.
+    get_batcher_ = std::make_unique<edge_get_batcher>(
+        ex, *read_pool_, opts.lim.get_batch_runners, opts.lim.get_batch_keys_max,
+        &metrics.add_histogram("cairn_edge_get_batch_keys", "Point reads of single edges combined in one query",
+                               core::histogram::size_bounds(), shard_label));
+    apply_worker_options wo;
+    wo.shard = index_;
+    wo.lim = opts.lim;
+    wo.paused = opts.apply_paused;
+    wo.counters = std::move(opts.counters);
+    wo.cells = std::move(opts.cells);
+    wo.entities = std::move(opts.entities);
+    worker_ = std::make_unique<apply_worker>(ex, j, map, *target_, std::move(wo), metrics);
+    metrics.add_callback_gauge("cairn_apply_lag_ops", "Journaled ops not yet applied on the shard", shard_label,
+                               [&j, w = worker_.get()] {
+                                   const auto last = j.last_seq();
+                                   const auto applied = w->applied_seq();
+                                   return static_cast<double>(last > applied ? last - applied : 0);
+                               });
+}
+
+// The worker and the batcher use the pools: they go first.
+shard::~shard() {
+    worker_.reset();
+    get_batcher_.reset();
+    target_.reset();
+}
+
+boost::asio::awaitable<core::result<lease>> shard::async_read_lease() { return read_pool_->async_acquire(); }
+
+boost::asio::awaitable<bool> shard::async_wait_applied(std::uint64_t seq, std::chrono::milliseconds timeout) {
+    return worker_->async_wait_applied(seq, timeout);
+}
+
+std::uint64_t shard::applied_seq() const noexcept { return worker_->applied_seq(); }
+bool shard::up() const noexcept { return worker_->shard_up(); }
+bool shard::paused() const noexcept { return worker_->paused(); }
+void shard::set_paused(bool paused) noexcept { worker_->set_paused(paused); }
+core::minute_window::totals shard::last_minute() const { return worker_->last_minute(); }
+void shard::notify() noexcept { worker_->notify(); }
+void shard::start() { worker_->start(); }
+
+void shard::stop() {
+    worker_->stop();
+    read_pool_->close_all();
+    apply_pool_->close_all();
+}
+
+void shard::abort() {
+    read_pool_->shutdown();
+    apply_pool_->shutdown();
+}
+
+std::string shard::busy() const { return fmt::format("{}/{}", apply_pool_->in_use(), read_pool_->in_use()); }
+
+}  // namespace cairn::shards

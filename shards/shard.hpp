@@ -1,0 +1,95 @@
+// One MariaDB shard and everything cairnd runs for it: its read pool, the apply pool and the
+// apply worker behind the apply face (shards/apply_target.hpp), and the batcher of point reads.
+// Routes reach a shard only through this face (and shard_set): lease a read connection, wait
+// until a seq is applied, up/down, applied seq, pause. Thread-safe; built and destroyed by the
+// owner of the io_context (shard_set), which outlives every read and the worker.
+#pragma once
+
+#include <utility>  // Boost 1.74's awaitable.hpp forgets it.
+
+#include "core/cells.hpp"
+#include "core/counters.hpp"
+#include "core/entities.hpp"
+#include "core/limits.hpp"
+#include "core/metrics.hpp"
+#include "core/minute_window.hpp"
+#include "core/result.hpp"
+#include "core/shard_map.hpp"
+#include "shards/mariadb_conn.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace cairn::journal {
+class journal;
+}
+
+namespace cairn::shards {
+
+class apply_target;
+class apply_worker;
+class edge_get_batcher;
+class lease;
+class pool;
+
+struct shard_options {
+    core::shard_index index = 0;
+    conn_params conn;
+    core::limits lim;
+    bool apply_paused = false;
+    std::shared_ptr<const core::counter_catalog> counters;  // default: none declared
+    std::shared_ptr<const core::cell_config> cells;         // default: none declared
+    std::shared_ptr<const core::entity_config> entities;    // default: none declared
+};
+
+class shard {
+public:
+    // j and map must outlive the shard. Registers the shard's metrics (labelled shard=<index>).
+    shard(boost::asio::any_io_executor ex, journal::journal& j, const core::shard_map& map, shard_options opts,
+          core::registry& metrics);
+    ~shard();
+    shard(const shard&) = delete;
+    shard& operator=(const shard&) = delete;
+
+    core::shard_index index() const noexcept { return index_; }
+
+    // A connection of the read pool (see pool::async_acquire for its errors and bounds).
+    [[nodiscard]] boost::asio::awaitable<core::result<lease>> async_read_lease();
+    // Point reads of single edges, combined under load (shards/edge_get_batcher.hpp).
+    edge_get_batcher& edge_gets() noexcept { return *get_batcher_; }
+
+    // Read-your-writes: true once every op through seq is applied on this shard (or queued as
+    // an error); false after timeout or a stop. See apply_worker::async_wait_applied.
+    boost::asio::awaitable<bool> async_wait_applied(std::uint64_t seq, std::chrono::milliseconds timeout);
+    std::uint64_t applied_seq() const noexcept;
+    bool up() const noexcept;
+    bool paused() const noexcept;
+    void set_paused(bool paused) noexcept;
+    core::minute_window::totals last_minute() const;
+
+    // New ops were journaled (any thread).
+    void notify() noexcept;
+    // Starts applying.
+    void start();
+    // The first part of a stop: the worker ends at its next step, waiters are woken, idle
+    // connections are closed (leased ones when they come back).
+    void stop();
+    // The last part of a stop that did not drain: aborts every statement still in flight.
+    void abort();
+    // Connections in use, "apply/read", for the stop's log.
+    std::string busy() const;
+
+private:
+    core::shard_index index_;
+    std::unique_ptr<pool> read_pool_;
+    std::unique_ptr<pool> apply_pool_;
+    std::unique_ptr<apply_target> target_;
+    std::unique_ptr<edge_get_batcher> get_batcher_;
+    std::unique_ptr<apply_worker> worker_;
+};
+
+}  // namespace cairn::shards

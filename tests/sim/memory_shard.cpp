@@ -1,0 +1,89 @@
+#include "tests/sim/memory_shard.hpp"
+
+#include "shards/model_dispatch.hpp"
+
+#include <fmt/format.h>
+
+namespace cairn::sim {
+
+namespace asio = boost::asio;
+
+counter_key counter_key_of(const core::counter_op& c) {
+    std::string dims;
+    for (const auto& d : c.dimensions) {
+        dims += d;
+        dims += '\x1f';
+    }
+    return {c.metric, std::move(dims), c.time_ms / 3'600'000};
+}
+
+class memory_session final : public shards::apply_session {
+public:
+    explicit memory_session(memory_shard& s) : shard_(s) {}
+
+    asio::awaitable<core::result<void>> async_create_schema(const shards::apply_context&) override {
+        if (shard_.down_) co_return core::errc::shard_unavailable;
+        co_return core::success();
+    }
+
+    asio::awaitable<core::result<void>> async_apply(const shards::apply_context& ctx, core::shard_index shard,
+                                                    std::span<const core::op* const> ops) override {
+        co_return shard_.statement(ctx, shard, ops);
+    }
+
+    std::string describe(const core::error_code& ec) const override {
+        return fmt::format("{} (memory shard {})", ec.message(), shard_.index_);
+    }
+
+private:
+    memory_shard& shard_;
+};
+
+memory_shard::memory_shard(core::shard_index index, std::uint64_t seed) : index_(index), rng_(seed) {}
+
+asio::awaitable<core::result<std::unique_ptr<shards::apply_session>>> memory_shard::async_open() {
+    if (down_ || roll(faults_.open_fails)) co_return core::errc::shard_unavailable;
+    co_return std::unique_ptr<shards::apply_session>(std::make_unique<memory_session>(*this));
+}
+
+void memory_shard::apply_op(const core::op& o, const core::shard_map& map) {
+    if (!shards::touches_shard(o, map, index_)) return;
+    ++applies_[o.op_id];
+    if (const auto* c = std::get_if<core::counter_op>(&o.body)) {
+        auto& cell = counters_[counter_key_of(*c)];
+        if (cell.op_ids.insert(o.op_id).second) cell.sum += c->delta;
+        return;
+    }
+    // Edge and node ops: the model keeps both rows of an edge; the simulator compares only the
+    // rows that live on this shard.
+    edge_applies_.push_back(o);
+}
+
+core::result<void> memory_shard::statement(const shards::apply_context& ctx, core::shard_index shard,
+                                           std::span<const core::op* const> ops) {
+    ++statements_;
+    if (shard != index_) return core::errc::bad_request;
+    if (down_) return core::errc::shard_unavailable;
+    if (roll(faults_.lost_before)) return core::errc::shard_timeout;
+    if (roll(faults_.deadlock)) return core::errc::shard_retry;
+    const bool refused = roll(faults_.rejected) ||
+                         std::any_of(ops.begin(), ops.end(), [&](const core::op* o) { return poisoned_.contains(o->op_id); });
+    if (refused) return swallow_rejections_ ? core::success() : core::result<void>(core::errc::shard_rejected);
+    if (roll(faults_.lost_partway) && ops.size() > 1) {
+        const std::size_t n = 1 + rng_() % (ops.size() - 1);
+        for (std::size_t i = 0; i < n; ++i) apply_op(*ops[i], ctx.map);
+        return core::errc::shard_unavailable;
+    }
+    for (const core::op* o : ops) apply_op(*o, ctx.map);
+    if (roll(faults_.duplicated)) {
+        for (const core::op* o : ops) apply_op(*o, ctx.map);
+    }
+    if (roll(faults_.crash_after)) {
+        crash_requested_ = true;
+        return core::errc::shard_unavailable;
+    }
+    if (roll(faults_.lost_after)) return core::errc::shard_unavailable;
+    return core::success();
+}
+
+}  // namespace cairn::sim

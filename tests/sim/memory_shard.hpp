@@ -1,0 +1,100 @@
+// An in-memory shard behind the apply face (shards/apply_target.hpp), with faults drawn from a
+// seed: the simulation (tests/sim/simulator.hpp) gives it to the real apply worker in place of
+// MariaDB. It keeps the rows of the ops it applied (edges and node registers with the same
+// last-writer-wins rules as the real tables, counters deduplicated by op id) and a log of every
+// apply, so the simulator can check what was applied, how often and when. Single-threaded: used
+// from the simulation's one io_context thread only.
+#pragma once
+
+#include <utility>  // Boost 1.74's awaitable.hpp forgets it.
+
+#include "core/op.hpp"
+#include "shards/apply_target.hpp"
+#include "tests/support/edge_model.hpp"
+
+#include <cstdint>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <tuple>
+
+namespace cairn::sim {
+
+// Chances per statement (or per open), in 1/1000.
+struct fault_rates {
+    int open_fails = 0;   // no connection (shard_unavailable)
+    int lost_before = 0;  // the connection is lost before the commit: nothing applied (shard_timeout)
+    int lost_after = 0;   // lost after the commit: everything applied, the caller sees shard_unavailable
+    int lost_partway = 0; // the ops of a prefix applied (each model commits on its own), then lost
+    int deadlock = 0;     // shard_retry: nothing applied
+    int rejected = 0;     // a transient refusal of a healthy shard (shard_rejected): nothing applied
+    int duplicated = 0;   // applied twice (a retried statement that had committed)
+    int crash_after = 0;  // applied, then the gateway crashes before it hears of it
+};
+
+// (metric, dimensions joined by '\x1f', hour)
+using counter_key = std::tuple<std::string, std::string, std::int64_t>;
+
+struct counter_cell {
+    std::int64_t sum = 0;
+    std::set<std::uint64_t> op_ids;
+};
+
+class memory_shard final : public shards::apply_target {
+public:
+    memory_shard(core::shard_index index, std::uint64_t seed);
+
+    boost::asio::awaitable<core::result<std::unique_ptr<shards::apply_session>>> async_open() override;
+
+    void set_faults(const fault_rates& f) noexcept { faults_ = f; }
+    // While down, every open and statement fails with shard_unavailable.
+    void set_down(bool down) noexcept { down_ = down; }
+    bool down() const noexcept { return down_; }
+    // A poisoned op is refused (shard_rejected) every time, with whatever shares its statement,
+    // until heal(): what makes ops dead letters.
+    void poison(std::uint64_t op_id) { poisoned_.insert(op_id); }
+    void heal() { poisoned_.clear(); }
+    bool poisoned(std::uint64_t op_id) const { return poisoned_.contains(op_id); }
+    // Set when a crash_after fault fired; the simulator crashes the gateway and clears it.
+    bool take_crash_request() noexcept { return std::exchange(crash_requested_, false); }
+
+    // A deliberately broken shard face, for the test that the simulator catches a lost write:
+    // a refused statement is reported as success (as a face that forgot one error class would).
+    void set_swallow_rejections_for_test(bool on) noexcept { swallow_rejections_ = on; }
+
+    core::shard_index index() const noexcept { return index_; }
+    // op_id -> times its rows were applied here.
+    const std::map<std::uint64_t, std::uint32_t>& applies() const noexcept { return applies_; }
+    // The edge rows and counts: every edge and node op applied here, folded in the order (and as
+    // often) it was applied, then the effective states computed (core/edge_rules.hpp).
+    test::edge_model edges() const { return test::edge_model::of(edge_applies_); }
+    const std::map<counter_key, counter_cell>& counters() const noexcept { return counters_; }
+    std::uint64_t statements() const noexcept { return statements_; }
+
+    // Folds the op's rows that live on this shard into the state (what a successful statement does).
+    void apply_op(const core::op& o, const core::shard_map& map);
+
+private:
+    friend class memory_session;
+    core::result<void> statement(const shards::apply_context& ctx, core::shard_index shard,
+                                 std::span<const core::op* const> ops);
+    bool roll(int per_mille) { return per_mille > 0 && static_cast<int>(rng_() % 1000) < per_mille; }
+
+    core::shard_index index_;
+    std::mt19937_64 rng_;
+    fault_rates faults_;
+    bool down_ = false;
+    bool crash_requested_ = false;
+    bool swallow_rejections_ = false;
+    std::set<std::uint64_t> poisoned_;
+    std::map<std::uint64_t, std::uint32_t> applies_;
+    std::vector<core::op> edge_applies_;  // every apply of an edge or node op, in order
+    std::map<counter_key, counter_cell> counters_;
+    std::uint64_t statements_ = 0;
+};
+
+// The key of a counter op's cell (its metric, dimensions and hour).
+counter_key counter_key_of(const core::counter_op& c);
+
+}  // namespace cairn::sim

@@ -1,0 +1,40 @@
+// The seeded simulation of the apply pipeline (issue 14): the real journal (LMDB, in a temporary
+// folder), the real apply workers stepped one round at a time (apply_worker::async_step), their
+// error queues, retry back-off, dead letters, re-injection, replay and gateway restarts, all on a
+// simulated clock, against in-memory shards (memory_shard.hpp) whose faults are drawn from the
+// seed. After every step it checks the invariants, at the end convergence and liveness. A seed
+// replays exactly: the same seed gives the same steps and the same trace hash.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace cairn::sim {
+
+struct sim_options {
+    std::uint64_t seed = 1;
+    std::size_t steps = 250;   // random steps before the faults stop and the queues must drain
+    std::string dir;           // where the seed's journal folder is made (default: /dev/shm, else /tmp)
+    bool verbose = false;      // log every step to stderr
+    // The broken variant: the shards' face swallows refusals, so refused ops are lost. The
+    // simulator must report it (tests/sim/simulator_test.cpp keeps that test).
+    bool swallow_rejections = false;
+};
+
+struct sim_result {
+    bool ok = true;
+    std::string failure;        // what failed, at which step; empty when ok
+    std::uint64_t trace = 0;    // hash of every step and its outcome (equal for equal seeds)
+    std::uint64_t steps = 0;
+    std::uint64_t acked_ops = 0;
+    std::uint64_t statements = 0;
+    std::uint64_t crashes = 0;
+    std::uint64_t dead_letters = 0;  // became dead letters over the run
+    std::uint64_t reinjected = 0;
+    std::uint64_t replayed_ops = 0;
+};
+
+// Runs one seed; never throws for a failed check (ok = false, failure says why).
+sim_result run_simulation(const sim_options& opts);
+
+}  // namespace cairn::sim
