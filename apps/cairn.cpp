@@ -209,6 +209,15 @@ int cmd_dead_edit(const settings& s, unsigned shard, std::uint64_t seq, const st
         print_json(d);
         return exit_ok;
     }
+    if (d.value("routed", "") == "new_write") {
+        // Its rows live on several shards: the gateway journaled it again, so that every shard applies it.
+        std::cout << "edited and journaled again as seq " << d["seq"].get<std::uint64_t>()
+                  << " (its rows live on shards " << d["shards"].dump()
+                  << "); the dead letter is gone. Follow it with: cairn trace " << d["seq"].get<std::uint64_t>()
+                  << "\n\n"
+                  << d["op"].dump(2) << "\n";
+        return exit_ok;
+    }
     std::cout << "edited; re-inject it with: cairn dead reinject " << shard << " " << seq << "\n\n";
     print_dead(d);
     return exit_ok;
@@ -663,9 +672,9 @@ int main(int argc, char** argv) {
     std::string edit_file;
     auto* dead_edit = dead->add_subcommand(
         "edit",
-        "Replace a dead letter's op, validated exactly like a client write. Without --op or --op-file the op\n"
-        "opens in $VISUAL or $EDITOR. Omit \"ts\" to give the op a new timestamp. The op must still write a\n"
-        "row on the dead letter's shard. Then re-inject it.\n\n"
+        "Replace a dead letter's op, validated like a client write (no --op/--op-file: $EDITOR; no \"ts\": now).\n"
+        "Rows on this shard only: edited in place, re-inject it next. Rows on other shards too (an edge across\n"
+        "two shards): journaled again as a new write, so both halves land; the letter goes (docs/cli.md).\n\n"
         "Examples:\n"
         "  cairn dead edit 1 42\n"
         "  cairn dead edit 1 42 --op-file op.json\n"

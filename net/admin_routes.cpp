@@ -24,6 +24,7 @@
 #include <simdjson.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -63,11 +64,6 @@ response answer(const request& req, const json& j, http::status status = http::s
 
 response not_found(const request& req, std::string_view detail) {
     return problem(http::status::not_found, "not-found", "Not found", detail, std::nullopt, req.version(),
-                   req.keep_alive());
-}
-
-response unprocessable(const request& req, std::string_view detail, std::string_view field) {
-    return problem(http::status::unprocessable_entity, "invalid-op", "Invalid op", detail, field, req.version(),
                    req.keep_alive());
 }
 
@@ -618,15 +614,35 @@ asio::awaitable<response> async_edit_dead(gateway& gw, route_context& ctx) {
     }
     core::op edited = std::move(std::get<core::op>(parsed));
     const auto old = decode(d.value().task.op_bytes);
-    // The op keeps its identity; only what it writes changes.
-    edited.op_id = old ? old->op_id : core::make_op_id(gw.journal.node_id(), key->second);
-    if (!shards::touches_shard(edited, gw.map, key->first)) {
-        co_return unprocessable(req,
-                                fmt::format("the edited op writes no row on shard {}, which is the shard this dead "
-                                            "letter is re-applied on; keep the node whose row failed on it",
-                                            key->first),
-                                "source_id");
+    const auto owners = shards::shards_of(edited, gw.map);
+    if (owners.size() != 1 || owners.front() != key->first) {
+        // The edited op has rows on other shards too (the other half of an edge), or none on this
+        // one. Re-applied on this shard alone it would leave the halves apart (the other shard applied
+        // the old op), so it is journaled again as a new write, applied on every shard it touches,
+        // and the dead letter goes. If dropping the letter fails (a journal failure, which is sticky),
+        // the letter stays beside the new write: drop it after the restart.
+        edited.op_id = 0;  // a new write: the journal gives it its op id
+        std::vector<core::op> ops(1, edited);  // not a braced list inside co_await: g++ 12 fails on it
+        auto appended = co_await shards::async_append(gw.journal, std::move(ops), "");
+        if (!appended) co_return journal_problem(req, appended.error());
+        edited.op_id = appended.value().op_ids.front();
+        journal::apply_outcome outcome;
+        outcome.shard = key->first;
+        outcome.remove_dead.push_back(d.value());
+        auto committed = co_await shards::async_commit_outcome(gw.journal, std::move(outcome));
+        if (!committed) co_return journal_problem(req, committed.error());
+        spdlog::info("admin: dead letter shard {} seq {} edited and journaled again as seq {} (rows on shards {}): {} -> {}",
+                     key->first, key->second, appended.value().last_seq, fmt::join(owners, ","),
+                     old ? dump(op_json(gw, *old)) : std::string("(undecodable)"), dump(op_json(gw, edited)));
+        co_return answer(req, json{{"routed", "new_write"},
+                                   {"seq", appended.value().last_seq},
+                                   {"op_id", std::to_string(edited.op_id)},
+                                   {"shards", owners},
+                                   {"op", op_json(gw, edited)},
+                                   {"replaced", json{{"shard", key->first}, {"seq", key->second}}}});
     }
+    // Its rows all live on this shard: edited in place, keeping its identity; re-inject it next.
+    edited.op_id = old ? old->op_id : core::make_op_id(gw.journal.node_id(), key->second);
     journal::dead_letter updated = d.value();
     updated.task.op_bytes = core::encode_op(edited);
     journal::apply_outcome outcome;
@@ -637,7 +653,9 @@ asio::awaitable<response> async_edit_dead(gateway& gw, route_context& ctx) {
     if (!committed) co_return journal_problem(req, committed.error());
     spdlog::info("admin: dead letter shard {} seq {} edited: {} -> {}", key->first, key->second,
                  old ? dump(op_json(gw, *old)) : std::string("(undecodable)"), dump(op_json(gw, edited)));
-    co_return answer(req, dead_detail(gw, updated, now_ms()));
+    auto out = dead_detail(gw, updated, now_ms());
+    out["routed"] = "in_place";
+    co_return answer(req, out);
 }
 
 // Collects the dead letters a target covers, by shard, scanning in pages.
@@ -854,18 +872,25 @@ response trace(gateway& gw, route_context& ctx) {
     auto errors = gw.journal.list_errors(std::nullopt, *seq, gw.shards.size() * 4 + 4);
     if (!errors) return journal_problem(req, errors.error());
     std::set<core::shard_index> involved;
+    // The op a retry applies is the one in the error queue or the dead letter, which an operator may
+    // have edited: show that one, and the journaled one beside it when they differ.
+    std::optional<core::op> pending;
     for (const auto& t : errors.value()) {
-        if (!op) op = decode(t.op_bytes);
+        if (!pending) pending = decode(t.op_bytes);
     }
     std::vector<std::optional<journal::dead_letter>> dead(gw.shards.size());
     for (std::size_t i = 0; i < gw.shards.size(); ++i) {
         auto d = gw.journal.get_dead(static_cast<std::uint32_t>(i), *seq);
         if (d) {
-            if (!op) op = decode(d.value().task.op_bytes);
+            if (!pending) pending = decode(d.value().task.op_bytes);
             dead[i] = std::move(d.value());
         } else if (d.error() != core::errc::not_found) {
             return journal_problem(req, d.error());
         }
+    }
+    if (pending) {
+        if (op && !(*op == *pending)) out["journaled_op"] = op_json(gw, *op);
+        op = std::move(pending);
     }
     if (op) {
         for (const auto s : shards::shards_of(*op, gw.map)) involved.insert(s);

@@ -7,6 +7,7 @@
 #include "tests/support/e2e.hpp"
 
 #include "core/hlc.hpp"
+#include "core/shard_map.hpp"
 #include "journal/journal.hpp"
 
 #include <gtest/gtest.h>
@@ -79,13 +80,22 @@ void add_poison_trigger(const std::string& db) {
     }
 }
 
+// The first id from `from` on shard `shard` of the test's two shards.
+std::int64_t id_on_shard(core::shard_index shard, std::int64_t from) {
+    const auto map = core::shard_map::equal_ranges(2);
+    while (map.shard_of_id(from) != shard) ++from;
+    return from;
+}
+
 TEST_F(cli, a_dead_letter_is_shown_edited_reinjected_and_applied) {
     CAIRN_REQUIRE_SHARDS(2u);
     const std::string db = "cairn_cli_dead";
     start(db);
     ASSERT_TRUE(wait_applied(cairnd_->port(), 20s));
     add_poison_trigger(db);
-    const std::uint64_t seq = write(R"({"source_id": 5, "destination_id": 6, "position": 666})");
+    // A self-loop: both of its rows live on one shard, so its dead letter is edited in place.
+    const std::int64_t c = id_on_shard(1, 5);
+    const std::uint64_t seq = write(fmt::format(R"({{"source_id": {0}, "destination_id": {0}, "position": 666}})", c));
     ASSERT_GT(seq, 0u);
 
     // Refused twice (retry_attempts_max = 2), then dead; trace says so with the shard's error.
@@ -98,6 +108,7 @@ TEST_F(cli, a_dead_letter_is_shown_edited_reinjected_and_applied) {
             EXPECT_NE(s["last_error"].get<std::string>().find("position 666 is refused"), std::string::npos) << s.dump();
         }
     }
+    EXPECT_EQ(shard, 1u);
     const std::string shard_s = std::to_string(shard);
     const std::string seq_s = std::to_string(seq);
 
@@ -116,7 +127,7 @@ TEST_F(cli, a_dead_letter_is_shown_edited_reinjected_and_applied) {
     EXPECT_EQ(shown["attempts"], 2);
     ASSERT_EQ(shown["errors"].size(), 2u) << shown.dump();
     EXPECT_EQ(shown["op"]["graph"], "follows");
-    EXPECT_EQ(shown["op"]["source_id"], 5);
+    EXPECT_EQ(shown["op"]["source_id"], c);
 
     // An edit is validated like a client write: a misspelt field is refused (exit 1), and nothing changes.
     nlohmann::json bad = shown["op"];
@@ -129,8 +140,13 @@ TEST_F(cli, a_dead_letter_is_shown_edited_reinjected_and_applied) {
     nlohmann::json fixed = shown["op"];
     fixed["position"] = 667;
     auto edited = cairn_json({"dead", "edit", shard_s, seq_s, "--op", fixed.dump()});
+    EXPECT_EQ(edited["routed"], "in_place") << edited.dump();
     EXPECT_EQ(edited["op"]["position"], 667);
     EXPECT_EQ(edited["op"]["ts"], shown["op"]["ts"]);
+    // trace shows the op a retry will apply, and the journaled one it replaced.
+    auto traced = cairn_json({"trace", seq_s});
+    EXPECT_EQ(traced["op"]["position"], 667) << traced.dump();
+    EXPECT_EQ(traced["journaled_op"]["position"], 666) << traced.dump();
 
     // Re-inject while this shard is paused: the task waits in the error queue with its last error.
     auto paused = cairn_json({"apply", "pause", "--shard", shard_s});
@@ -150,7 +166,7 @@ TEST_F(cli, a_dead_letter_is_shown_edited_reinjected_and_applied) {
     cairn_json({"apply", "resume", "--shard", shard_s});
     auto applied = wait_trace(seq, "applied");
     EXPECT_EQ(applied["state"], "applied") << applied.dump();
-    auto edge = http_get(cairnd_->port(), "/v1/graphs/follows/edges/5/6");
+    auto edge = http_get(cairnd_->port(), fmt::format("/v1/graphs/follows/edges/{0}/{0}", c));
     ASSERT_TRUE(edge);
     ASSERT_EQ(edge->status, 200) << edge->body;
     EXPECT_EQ(nlohmann::json::parse(edge->body)["position"], 667);
@@ -166,6 +182,48 @@ TEST_F(cli, a_dead_letter_is_shown_edited_reinjected_and_applied) {
     auto status_table = cairn({"status"});
     EXPECT_NE(status_table.out.find("FAILED/MIN"), std::string::npos) << status_table.out;
     EXPECT_EQ(cairn_json({"errors", "ls"})["errors"].size(), 0u);
+}
+
+// An edge whose ends live on two shards: its forward row is refused on the source's shard while the
+// backward row lands on the other. Edited in place and re-applied on the source's shard alone, the
+// halves would disagree; the edit journals it again as a new write, so both halves end at 667.
+TEST_F(cli, an_edited_dead_edge_with_ends_on_two_shards_lands_on_both) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    const std::string db = "cairn_cli_dead_halves";
+    start(db);
+    ASSERT_TRUE(wait_applied(cairnd_->port(), 20s));
+    add_poison_trigger(db);
+    const std::int64_t a = id_on_shard(0, 100);
+    const std::int64_t b = id_on_shard(1, 100);
+    const std::uint64_t seq = write(fmt::format(R"({{"source_id": {}, "destination_id": {}, "position": 666}})", a, b));
+    ASSERT_GT(seq, 0u);
+    ASSERT_EQ(wait_trace(seq, "dead")["state"], "dead");
+    const std::string seq_s = std::to_string(seq);
+    auto shown = cairn_json({"dead", "show", "0", seq_s});
+    nlohmann::json fixed = shown["op"];
+    fixed["position"] = 667;
+    auto edited = cairn_json({"dead", "edit", "0", seq_s, "--op", fixed.dump()});
+    ASSERT_EQ(edited["routed"], "new_write") << edited.dump();
+    EXPECT_EQ(edited["shards"], nlohmann::json::array({0, 1}));
+    EXPECT_EQ(edited["replaced"]["seq"], seq);
+    EXPECT_EQ(edited["op"]["ts"], shown["op"]["ts"]);  // kept: the edit keeps its place in ts order
+    EXPECT_EQ(cairn_json({"dead", "ls"})["dead"].size(), 0u);
+    const auto new_seq = edited["seq"].get<std::uint64_t>();
+    EXPECT_GT(new_seq, seq);
+    EXPECT_EQ(wait_trace(new_seq, "applied")["state"], "applied");
+    // Both halves: the forward row (on a's shard) and the backward row (on b's).
+    auto edge = http_get(cairnd_->port(), fmt::format("/v1/graphs/follows/edges/{}/{}", a, b));
+    ASSERT_TRUE(edge && edge->status == 200) << (edge ? edge->body : "no answer");
+    EXPECT_EQ(nlohmann::json::parse(edge->body)["position"], 667);
+    auto page = http_get(cairnd_->port(), fmt::format("/v1/graphs/follows/nodes/{}/edges?direction=backward", b));
+    ASSERT_TRUE(page && page->status == 200) << (page ? page->body : "no answer");
+    const auto edges = nlohmann::json::parse(page->body)["edges"];
+    ASSERT_EQ(edges.size(), 1u) << page->body;
+    EXPECT_EQ(edges[0]["position"], 667) << page->body;
+    // The dead letter is gone: editing it again is refused (exit 1).
+    auto human = cairn({"dead", "edit", "0", seq_s, "--op", fixed.dump()});
+    EXPECT_EQ(human.code, 1) << human.out;
+    EXPECT_EQ(cairn_json({"status"})["journal"]["dead_letters"], 0);
 }
 
 TEST_F(cli, a_poison_op_can_be_dropped_only_with_confirmation) {
