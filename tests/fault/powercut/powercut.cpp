@@ -12,9 +12,10 @@
 // log and O_DSYNC is ignored), as on a disk that lies about flushing: the test must see losses.
 //
 // Disk errors: while the file $CAIRN_POWERCUT_FAIL_WHEN exists, every write to the watched file
-// (CAIRN_POWERCUT_FAIL_ON=write) or every fsync/fdatasync of it (=sync) fails with the errno
-// $CAIRN_POWERCUT_FAIL_ERRNO (e.g. 28 ENOSPC, 5 EIO) and does nothing: the test creates and removes
-// the file to make the disk fail and come back.
+// (CAIRN_POWERCUT_FAIL_ON=write), every write that would make it longer (=grow: a full disk, which
+// still lets blocks already allocated be overwritten, as LMDB's meta pages are), or every
+// fsync/fdatasync of it (=sync) fails with the errno $CAIRN_POWERCUT_FAIL_ERRNO (e.g. 28 ENOSPC,
+// 5 EIO) and does nothing: the test creates and removes the file to make the disk fail and come back.
 //
 // Plain C library calls only, no sanitizers (CMake builds it without them), so that it can sit in
 // front of an ASan-built cairnd (which then needs ASAN_OPTIONS=verify_asan_link_order=0).
@@ -71,6 +72,7 @@ struct layer {
     bool ignore_sync = false;
     std::string fail_when;  // the trigger file
     bool fail_writes = false;
+    bool fail_growth_only = false;
     bool fail_syncs = false;
     int fail_errno = 0;
     int undo_fd = -1;
@@ -106,7 +108,8 @@ layer* make_layer() {
     if (const char* f = std::getenv("CAIRN_POWERCUT_FILE")) l.file = f;
     if (const char* w = std::getenv("CAIRN_POWERCUT_FAIL_WHEN")) l.fail_when = w;
     if (const char* on = std::getenv("CAIRN_POWERCUT_FAIL_ON")) {
-        l.fail_writes = std::strcmp(on, "write") == 0;
+        l.fail_writes = std::strcmp(on, "write") == 0 || std::strcmp(on, "grow") == 0;
+        l.fail_growth_only = std::strcmp(on, "grow") == 0;
         l.fail_syncs = std::strcmp(on, "sync") == 0;
     }
     if (const char* e = std::getenv("CAIRN_POWERCUT_FAIL_ERRNO")) l.fail_errno = std::atoi(e);
@@ -191,17 +194,26 @@ constexpr off_t at_position = -1;
 
 // The one path of every write to a descriptor: an injected error, else (for a logged descriptor)
 // the undo record of what it overwrites, made before the write itself.
+off_t position_of(int fd) {
+    return (fcntl(fd, F_GETFL) & O_APPEND) != 0 ? lseek(fd, 0, SEEK_END) : lseek(fd, 0, SEEK_CUR);
+}
+
+// Whether a write of len bytes at offset would make the file longer.
+bool grows(int fd, off_t offset, std::size_t len) {
+    struct stat st {};
+    if (offset == at_position) offset = position_of(fd);
+    return fstat(fd, &st) != 0 || offset < 0 || offset + static_cast<off_t>(len) > st.st_size;
+}
+
 template <class Write>
 ssize_t write_through(int fd, off_t offset, std::size_t len, Write real) {
-    if (failing(fd, false)) {
+    if (failing(fd, false) && (!the_layer().fail_growth_only || grows(fd, offset, len))) {
         errno = the_layer().fail_errno;
         return -1;
     }
     if (!logged(fd)) return real();
     std::lock_guard lock(the_layer().mu);
-    if (offset == at_position) {
-        offset = (fcntl(fd, F_GETFL) & O_APPEND) != 0 ? lseek(fd, 0, SEEK_END) : lseek(fd, 0, SEEK_CUR);
-    }
+    if (offset == at_position) offset = position_of(fd);
     if (offset >= 0) record(fd, offset, len);
     return real();
 }
