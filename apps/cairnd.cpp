@@ -8,14 +8,14 @@
 #include "core/log_task_end.hpp"
 #include "core/metrics.hpp"
 #include "core/shard_map.hpp"
+#include "indexing/cleaner.hpp"
+#include "indexing/index_registry.hpp"
 #include "journal/journal.hpp"
 #include "net/admin_routes.hpp"
-#include "net/replay_routes.hpp"
 #include "net/auth.hpp"
 #include "net/gateway.hpp"
-#include "net/cleaner.hpp"
 #include "net/http_server.hpp"
-#include "net/index_registry.hpp"
+#include "net/replay_routes.hpp"
 #include "net/router.hpp"
 #include "net/routes.hpp"
 #include "net/ws_api.hpp"
@@ -216,9 +216,9 @@ int main(int argc, char** argv) {
     jn.set_commit_listener([&shard_set](std::uint64_t) { shard_set.notify_all(); });
 
     net::gateway gw{jn, clock, map, shard_set, cfg.lim, metrics, &cfg.counters, &cfg.cells, &cfg.entities};
-    net::index_registry indexes;
+    indexing::index_registry indexes(shard_set, cfg.lim.query_timeout + cfg.lim.connect_timeout);
     gw.indexes = &indexes;
-    net::cleaner index_cleaner(ioc.get_executor(), gw, metrics);
+    indexing::cleaner index_cleaner(ioc.get_executor(), jn, shard_set, indexes, cfg.lim, metrics);
     gw.index_cleaner = &index_cleaner;
     net::router router;
     net::add_edge_routes(router, gw);
@@ -244,10 +244,10 @@ int main(int argc, char** argv) {
     server.set_upgrade_handler(net::make_ws_handler(router, cfg.lim, metrics));
     shard_set.start_all();
     // On a strand: a refresh fans out one task per shard, and those share its state without locks
-    // (net/detail/fan_out.hpp); on the bare io_context they would run on several threads at once.
+    // (shard_set::async_fan_out); on the bare io_context they would run on several threads at once.
     // Its stop() is posted there too, so that it cannot fall between the loop's check and its wait.
     const auto refresh_strand = asio::make_strand(ioc);
-    asio::co_spawn(refresh_strand, indexes.async_refresh_loop(gw, std::chrono::seconds(2)),
+    asio::co_spawn(refresh_strand, indexes.async_refresh_loop(std::chrono::seconds(2)),
                    core::log_task_end("index_refresh"));
     server.start();
     spdlog::info("cairnd listening on {}:{} with {} shards, journal {} (last seq {})", cfg.listen_address,

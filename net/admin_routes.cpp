@@ -4,21 +4,21 @@
 
 #include "core/codec.hpp"
 #include "core/edge_rules.hpp"
+#include "indexing/index_registry.hpp"
 #include "journal/journal.hpp"
+#include "net/cell_json.hpp"
+#include "net/counter_json.hpp"
 #include "net/detail/applied_wait.hpp"
 #include "net/detail/body_json.hpp"
 #include "net/detail/json_escape.hpp"
-#include "net/cell_json.hpp"
-#include "net/counter_json.hpp"
 #include "net/edge_json.hpp"
 #include "net/gateway.hpp"
-#include "net/index_registry.hpp"
 #include "net/problem.hpp"
 #include "net/router.hpp"
-#include "shards/shard_set.hpp"
 #include "shards/edge_store.hpp"
 #include "shards/journal_await.hpp"
 #include "shards/model_dispatch.hpp"
+#include "shards/shard_set.hpp"
 
 #include <nlohmann/json.hpp>
 #include <simdjson.h>

@@ -3,21 +3,21 @@
 #include <utility>  // Boost 1.74's awaitable.hpp forgets it.
 
 #include "core/text_rules.hpp"
+#include "indexing/index_registry.hpp"
 #include "journal/journal.hpp"
 #include "net/cell_json.hpp"
 #include "net/detail/applied_wait.hpp"
-#include "net/detail/shard_read.hpp"
-#include "shards/shard_set.hpp"
 #include "net/detail/journal_write.hpp"
 #include "net/detail/json_escape.hpp"
+#include "net/detail/shard_read.hpp"
 #include "net/gateway.hpp"
-#include "net/index_registry.hpp"
 #include "net/problem.hpp"
 #include "net/router.hpp"
 #include "net/routes.hpp"
-#include "shards/shard_set.hpp"
 #include "shards/cell_store.hpp"
 #include "shards/pool.hpp"
+#include "shards/shard_set.hpp"
+#include "shards/shard_set.hpp"
 
 #include <fmt/format.h>
 
@@ -83,7 +83,7 @@ asio::awaitable<response> async_post_cells(gateway& gw, route_context& ctx) {
     if (auto p = check_table(gw, req, table)) co_return std::move(*p);
     // Held until the ops are journaled: a new index's back-fill waits for writes that computed
     // their entries without it (index_registry::async_write_barrier).
-    index_registry::write_ticket ticket;
+    indexing::index_registry::write_ticket ticket;
     if (gw.indexes) ticket = gw.indexes->enter_write();
     const auto indexes = gw.indexes ? gw.indexes->of_cell_table(table) : std::vector<core::index_def>{};
     auto parsed = parse_cell_writes(cells_of(gw), table, req.body(), gw.clock, gw.lim.batch_ops_max, indexes);

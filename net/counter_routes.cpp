@@ -5,7 +5,6 @@
 #include "journal/journal.hpp"
 #include "net/counter_json.hpp"
 #include "net/detail/applied_wait.hpp"
-#include "shards/shard_set.hpp"
 #include "net/detail/journal_write.hpp"
 #include "net/detail/json_escape.hpp"
 #include "net/gateway.hpp"
@@ -14,6 +13,7 @@
 #include "net/routes.hpp"
 #include "shards/counter_store.hpp"
 #include "shards/pool.hpp"
+#include "shards/shard_set.hpp"
 
 #include <fmt/format.h>
 
@@ -254,7 +254,7 @@ asio::awaitable<response> async_get_read(gateway& gw, route_context& ctx, read_k
         for (core::shard_index s = 0; s < gw.map.size(); ++s) needed.push_back(s);
     }
     if (rr.wait.after) {
-        auto behind = co_await detail::async_wait_applied(gw, *rr.wait.after, needed, rr.wait.timeout);
+        auto behind = co_await gw.shards.async_wait_applied(*rr.wait.after, needed, rr.wait.timeout);
         if (!behind.empty()) co_return detail::not_applied_problem(req, *rr.wait.after, behind, rr.wait.timeout, "");
     }
 

@@ -3,17 +3,17 @@
 #include <utility>  // Boost 1.74's awaitable.hpp forgets it.
 
 #include "core/codec.hpp"
+#include "core/log_task_end.hpp"
 #include "core/page_cursor.hpp"
 #include "journal/journal.hpp"
 #include "net/detail/applied_wait.hpp"
 #include "net/detail/shard_read.hpp"
 #include "net/edge_json.hpp"
 #include "net/gateway.hpp"
-#include "shards/shard_set.hpp"
 #include "net/routes.hpp"
-#include "core/log_task_end.hpp"
 #include "shards/edge_store.hpp"
 #include "shards/pool.hpp"
+#include "shards/shard_set.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -203,7 +203,7 @@ asio::awaitable<response> async_post_multi_get(gateway& gw, route_context& ctx) 
     std::vector<core::shard_index> needed;
     for (const auto& [s, g] : st->groups) needed.push_back(s);
     if (wait.after) {
-        auto behind = co_await detail::async_wait_applied(gw, *wait.after, needed, wait.timeout);
+        auto behind = co_await gw.shards.async_wait_applied(*wait.after, needed, wait.timeout);
         if (!behind.empty()) co_return detail::not_applied_problem(req, *wait.after, behind, wait.timeout, "");
     }
     auto task = [&gw, st](core::shard_index s) -> asio::awaitable<core::result<void>> {

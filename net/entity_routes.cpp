@@ -2,6 +2,7 @@
 // through the journal; reads from the shard of the id. See docs/api.md and docs/entities.md.
 #include <utility>  // Boost 1.74's awaitable.hpp forgets it.
 
+#include "indexing/index_registry.hpp"
 #include "journal/journal.hpp"
 #include "net/detail/applied_wait.hpp"
 #include "net/detail/body_json.hpp"
@@ -11,13 +12,12 @@
 #include "net/detail/json_parse.hpp"
 #include "net/detail/shard_read.hpp"
 #include "net/gateway.hpp"
-#include "shards/shard_set.hpp"
-#include "net/index_registry.hpp"
 #include "net/problem.hpp"
 #include "net/router.hpp"
 #include "net/routes.hpp"
 #include "shards/entity_store.hpp"
 #include "shards/pool.hpp"
+#include "shards/shard_set.hpp"
 
 #include <fmt/format.h>
 
@@ -86,7 +86,7 @@ asio::awaitable<response> async_write(gateway& gw, route_context& ctx, bool dele
     e.deleted = deleted;
     // Held until the op is journaled: a new index's back-fill waits for writes that computed
     // their entries without it (index_registry::async_write_barrier).
-    index_registry::write_ticket ticket;
+    indexing::index_registry::write_ticket ticket;
     if (gw.indexes) ticket = gw.indexes->enter_write();
     if (!deleted) {
         simdjson::dom::element root;

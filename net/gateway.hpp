@@ -19,10 +19,12 @@ namespace cairn::shards {
 class shard_set;
 }
 
-namespace cairn::net {
-
+namespace cairn::indexing {
 class index_registry;
 class cleaner;
+}
+
+namespace cairn::net {
 
 struct gateway {
     journal::journal& journal;
@@ -34,8 +36,8 @@ struct gateway {
     const core::counter_catalog* counters = nullptr;             // the declared counter metrics (none: nullptr)
     const core::cell_config* cells = nullptr;                    // the declared cell tables (none: nullptr)
     const core::entity_config* entities = nullptr;               // the declared entity kinds (none: nullptr)
-    index_registry* indexes = nullptr;                           // entity index definitions (net/index_registry.hpp)
-    cleaner* index_cleaner = nullptr;                            // index back-fill and repair (net/cleaner.hpp)
+    indexing::index_registry* indexes = nullptr;                 // index definitions (indexing/index_registry.hpp)
+    indexing::cleaner* index_cleaner = nullptr;                  // index back-fill and repair (indexing/cleaner.hpp)
 };
 
 }  // namespace cairn::net

@@ -1,8 +1,8 @@
 #include "net/http_server.hpp"
 
 #include "core/assert.hpp"
-#include "net/detail/http_session.hpp"
 #include "core/log_task_end.hpp"
+#include "net/detail/http_session.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ip/address.hpp>

@@ -5,24 +5,24 @@
 #include <utility>  // Boost 1.74's awaitable.hpp forgets it.
 
 #include "core/page_cursor.hpp"
+#include "indexing/cleaner.hpp"
+#include "indexing/index_registry.hpp"
+#include "indexing/indexed_objects.hpp"
 #include "journal/journal.hpp"
+#include "net/cell_json.hpp"
 #include "net/detail/applied_wait.hpp"
 #include "net/detail/body_json.hpp"
-#include "shards/shard_set.hpp"
 #include "net/detail/index_values.hpp"
-#include "net/detail/indexed_objects.hpp"
 #include "net/detail/journal_write.hpp"
 #include "net/detail/json_escape.hpp"
 #include "net/detail/json_parse.hpp"
-#include "net/cell_json.hpp"
-#include "net/cleaner.hpp"
 #include "net/gateway.hpp"
-#include "net/index_registry.hpp"
 #include "net/problem.hpp"
 #include "net/router.hpp"
 #include "net/routes.hpp"
 #include "shards/index_store.hpp"
 #include "shards/pool.hpp"
+#include "shards/shard_set.hpp"
 
 #include <msgpack.hpp>
 
@@ -44,130 +44,6 @@ constexpr std::size_t cleaner_rate_default = 20'000;  // rows per second a clean
 constexpr std::size_t indexes_per_kind_max = 32;
 
 }  // namespace
-
-// ---- the registry -------------------------------------------------------------------------------
-
-std::vector<core::index_def> index_registry::matching(bool cells, std::string_view name) const {
-    std::shared_lock lock(mu_);
-    std::vector<core::index_def> out;
-    for (const auto& [_, d] : live_) {
-        if (d.on_cells() == cells && d.kind == name) out.push_back(d);
-    }
-    return out;
-}
-
-std::vector<core::index_def> index_registry::of_kind(std::string_view kind) const { return matching(false, kind); }
-
-std::vector<core::index_def> index_registry::of_cell_table(std::string_view table) const { return matching(true, table); }
-
-std::optional<core::index_def> index_registry::find(std::string_view name) const {
-    std::shared_lock lock(mu_);
-    const auto it = live_.find(name);
-    if (it == live_.end()) return std::nullopt;
-    return it->second;
-}
-
-std::vector<core::index_def> index_registry::all() const {
-    std::shared_lock lock(mu_);
-    std::vector<core::index_def> out;
-    for (const auto& [_, d] : live_) out.push_back(d);
-    return out;
-}
-
-bool index_registry::loaded() const {
-    std::shared_lock lock(mu_);
-    return loaded_;
-}
-
-index_registry::write_ticket index_registry::enter_write() {
-    std::lock_guard lock(tickets_mu_);
-    ++tickets_out_[ticket_epoch_];
-    return write_ticket(this, ticket_epoch_);
-}
-
-void index_registry::write_ticket::release() noexcept {
-    if (!reg_) return;
-    std::lock_guard lock(reg_->tickets_mu_);
-    const auto it = reg_->tickets_out_.find(epoch_);
-    if (--it->second == 0) reg_->tickets_out_.erase(it);
-    reg_ = nullptr;
-}
-
-asio::awaitable<bool> index_registry::async_write_barrier(std::chrono::milliseconds timeout) {
-    std::uint64_t epoch = 0;
-    {
-        std::lock_guard lock(tickets_mu_);
-        epoch = ticket_epoch_++;
-    }
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    asio::steady_timer poll(co_await asio::this_coro::executor);
-    for (;;) {
-        {
-            std::lock_guard lock(tickets_mu_);
-            if (tickets_out_.empty() || tickets_out_.begin()->first > epoch) co_return true;
-        }
-        if (std::chrono::steady_clock::now() >= deadline) co_return false;
-        poll.expires_after(std::chrono::milliseconds(1));
-        core::error_code ec;
-        co_await poll.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    }
-}
-
-asio::awaitable<bool> index_registry::async_refresh(gateway& gw) {
-    const std::uint64_t started = ++refreshes_started_;
-    // name -> (ts, def or nullopt when dropped), the newest across the shards that answered.
-    auto merged = std::make_shared<std::map<std::string, std::pair<std::uint64_t, std::optional<core::index_def>>>>();
-    auto answered = std::make_shared<std::size_t>(0);
-    std::vector<core::shard_index> shards;
-    for (core::shard_index s = 0; s < gw.map.size(); ++s) shards.push_back(s);
-    auto task = [&gw, merged, answered](core::shard_index s) -> asio::awaitable<core::result<void>> {
-        auto lease = co_await gw.shards.at(s).async_read_lease();
-        if (!lease) co_return lease.error();
-        auto defs = co_await shards::async_read_index_defs(*lease.value());
-        if (!defs) co_return defs.error();
-        ++*answered;
-        for (auto& d : defs.value()) {
-            auto& slot = (*merged)[d.name];
-            if (d.ts >= slot.first) slot = {d.ts, std::move(d.def)};
-        }
-        co_return core::success();
-    };
-    co_await shards::shard_set::async_fan_out(shards, task, gw.lim.query_timeout + gw.lim.connect_timeout);
-    if (*answered == 0) co_return false;
-    std::map<std::string, core::index_def, std::less<>> live;
-    for (auto& [name, slot] : *merged) {
-        if (slot.second) live.emplace(name, std::move(*slot.second));
-    }
-    std::unique_lock lock(mu_);
-    if (started < refresh_installed_) co_return true;  // A refresh that began later has installed its set.
-    refresh_installed_ = started;
-    live_ = std::move(live);
-    loaded_ = true;
-    co_return true;
-}
-
-asio::awaitable<void> index_registry::async_refresh_loop(gateway& gw, std::chrono::milliseconds every) {
-    asio::steady_timer timer(co_await asio::this_coro::executor);
-    while (!stopping_) {
-        co_await async_refresh(gw);
-        {
-            std::lock_guard lock(timer_mu_);
-            if (stopping_) break;
-            timer.expires_after(every);
-            timer_ = &timer;
-        }
-        core::error_code ec;
-        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-        std::lock_guard lock(timer_mu_);
-        timer_ = nullptr;
-    }
-}
-
-void index_registry::stop() {
-    std::lock_guard lock(timer_mu_);
-    stopping_ = true;
-    if (timer_) timer_->cancel();
-}
 
 namespace {
 
@@ -282,8 +158,8 @@ asio::awaitable<response> async_write_def(gateway& gw, route_context& ctx, core:
     std::vector<core::shard_index> all;
     for (core::shard_index s = 0; s < gw.map.size(); ++s) all.push_back(s);
     const auto seq = gw.journal.last_seq();
-    auto behind = co_await detail::async_wait_applied(gw, std::max(seq, seq_before + 1), std::move(all), gw.lim.applied_wait_max);
-    co_await gw.indexes->async_refresh(gw);
+    auto behind = co_await gw.shards.async_wait_applied(std::max(seq, seq_before + 1), std::move(all), gw.lim.applied_wait_max);
+    co_await gw.indexes->async_refresh();
     if (!behind.empty()) {
         // Journaled (it will apply when the shards can), but not yet everywhere.
         journaled.body() = answer_body;
@@ -299,7 +175,7 @@ asio::awaitable<response> async_create_index(gateway& gw, route_context& ctx) {
     auto parsed = parse_def(gw, req.body());
     if (auto* e = std::get_if<input_error>(&parsed)) co_return bad_field(req, e->field, e->detail);
     auto& def = std::get<core::index_def>(parsed);
-    co_await gw.indexes->async_refresh(gw);
+    co_await gw.indexes->async_refresh();
     // Every write of the kind (of the table) carries a row per index (a journal record holds at most 64).
     const auto siblings = def.on_cells() ? gw.indexes->of_cell_table(def.kind).size() : gw.indexes->of_kind(def.kind).size();
     if (siblings >= indexes_per_kind_max) {
@@ -320,7 +196,7 @@ asio::awaitable<response> async_create_index(gateway& gw, route_context& ctx) {
     co_return res;
 }
 
-std::string render_progress(const cleaner_progress& p) {
+std::string render_progress(const indexing::cleaner_progress& p) {
     const auto now = p.finished_ms ? p.finished_ms : core::system_wall_clock_ms();
     const double elapsed_s = static_cast<double>(now - std::min(now, p.started_ms)) / 1000.0;
     const double rate = elapsed_s > 0 ? static_cast<double>(p.scanned) / elapsed_s : 0.0;
@@ -338,8 +214,8 @@ std::string render_progress(const cleaner_progress& p) {
     } else {
         detail::append_json_string(out, p.error);
     }
-    if (p.mode != cleaner_mode::clean) {
-        fmt::format_to(std::back_inserter(out), R"(,"mode":"{}","missing":{},"stale":{},"shards":[)", cleaner_mode_name(p.mode),
+    if (p.mode != indexing::cleaner_mode::clean) {
+        fmt::format_to(std::back_inserter(out), R"(,"mode":"{}","missing":{},"stale":{},"shards":[)", indexing::cleaner_mode_name(p.mode),
                        p.missing, p.stale);
         for (std::size_t i = 0; i < p.shards.size(); ++i) {
             fmt::format_to(std::back_inserter(out), R"({}{{"shard":{},"missing":{},"stale":{}}})", i ? "," : "", i,
@@ -374,7 +250,7 @@ asio::awaitable<response> async_clean(gateway& gw, route_context& ctx, bool star
     }
     const std::string_view run = verify ? "verify" : "clean";
     if (start) {
-        co_await gw.indexes->async_refresh(gw);
+        co_await gw.indexes->async_refresh();
         auto def = gw.indexes->find(name);
         if (!def) {
             co_return problem(http::status::not_found, "unknown-index", "Unknown index", fmt::format("no index '{}'", name),
@@ -386,12 +262,12 @@ asio::awaitable<response> async_clean(gateway& gw, route_context& ctx, bool star
             if (!v) co_return bad_field(req, "rate", "must be rows per second, between 1 and 10000000");
             rate = static_cast<std::size_t>(*v);
         }
-        auto mode = cleaner_mode::clean;
+        auto mode = indexing::cleaner_mode::clean;
         if (verify) {
-            mode = cleaner_mode::verify;
+            mode = indexing::cleaner_mode::verify;
             if (auto r = ctx.query_param("repair")) {
                 if (*r != "true" && *r != "false") co_return bad_field(req, "repair", "must be true or false");
-                if (*r == "true") mode = cleaner_mode::repair;
+                if (*r == "true") mode = indexing::cleaner_mode::repair;
             }
         }
         if (!gw.index_cleaner->start(*def, rate, mode)) {
@@ -413,7 +289,7 @@ asio::awaitable<response> async_clean(gateway& gw, route_context& ctx, bool star
 asio::awaitable<response> async_drop_index(gateway& gw, route_context& ctx) {
     const auto& req = ctx.req;
     const std::string name(ctx.params.get("name").value_or(""));
-    co_await gw.indexes->async_refresh(gw);
+    co_await gw.indexes->async_refresh();
     if (!gw.indexes->find(name)) {
         co_return problem(http::status::not_found, "unknown-index", "Unknown index", fmt::format("no index '{}'", name), "name",
                           req.version(), req.keep_alive());
@@ -545,7 +421,7 @@ std::variant<shards::index_range, input_error> parse_conditions(const core::inde
 }
 
 struct query_state {
-    std::map<std::string, std::optional<detail::indexed_object>> found;  // by entity id / row_key
+    std::map<std::string, std::optional<indexing::indexed_object>> found;  // by entity id / row_key
     std::vector<shards::index_row> rows;                                  // every shard's page
 };
 
@@ -612,7 +488,7 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
         // The index rows' shards and, since the objects may live anywhere, every shard.
         std::vector<core::shard_index> all;
         for (core::shard_index s = 0; s < gw.map.size(); ++s) all.push_back(s);
-        auto behind = co_await detail::async_wait_applied(gw, *wp.after, std::move(all), wp.timeout);
+        auto behind = co_await gw.shards.async_wait_applied(*wp.after, std::move(all), wp.timeout);
         if (!behind.empty()) co_return detail::not_applied_problem(req, *wp.after, behind, wp.timeout, "");
     }
 
@@ -656,7 +532,7 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
             auto lease = co_await gw.shards.at(s).async_read_lease();
             if (!lease) co_return lease.error();
             const auto& ids = groups->at(s);
-            auto r = co_await detail::async_current_objects(*lease.value(), def, ids);
+            auto r = co_await indexing::async_current_objects(*lease.value(), def, ids);
             if (!r) co_return r.error();
             for (std::size_t i = 0; i < ids.size(); ++i) st->found[ids[i]] = std::move(r.value()[i]);
             co_return core::success();
@@ -670,7 +546,7 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
             const auto& e = st->found[row.entity_id];
             std::optional<std::string> json;  // the body, decoded once for the filter and the answer
             if (e && !e->deleted) json = detail::stored_body_json(e->body);
-            const bool keep = json && detail::index_values_of_json(*def, *json) == row.values;
+            const bool keep = json && indexing::index_values_of_json(*def, *json) == row.values;
             if (!keep) {
                 ++stale;  // a stale index row: the object changed or went away since
                 continue;
@@ -702,7 +578,7 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
 void add_index_routes(router& r, gateway& gw) {
     r.add(http::verb::post, "/v1/indexes", core::role::admin, [&gw](route_context& ctx) { return async_create_index(gw, ctx); });
     r.add(http::verb::get, "/v1/indexes", core::role::read, [&gw](route_context& ctx) -> asio::awaitable<response> {
-        co_await gw.indexes->async_refresh(gw);
+        co_await gw.indexes->async_refresh();
         std::string out = R"({"indexes":[)";
         const auto all = gw.indexes->all();
         for (std::size_t i = 0; i < all.size(); ++i) out += (i ? "," : "") + render_def(all[i]);

@@ -8,11 +8,11 @@
 #include "net/detail/applied_wait.hpp"
 #include "net/detail/journal_write.hpp"
 #include "net/gateway.hpp"
-#include "shards/shard_set.hpp"
 #include "net/problem.hpp"
 #include "net/router.hpp"
 #include "shards/journal_await.hpp"
 #include "shards/model_dispatch.hpp"
+#include "shards/shard_set.hpp"
 
 #include <msgpack.hpp>
 #include <nlohmann/json.hpp>

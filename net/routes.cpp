@@ -10,11 +10,11 @@
 #include "net/gateway.hpp"
 #include "net/problem.hpp"
 #include "net/router.hpp"
-#include "shards/shard_set.hpp"
 #include "shards/edge_get_batcher.hpp"
 #include "shards/edge_store.hpp"
 #include "shards/journal_await.hpp"
 #include "shards/pool.hpp"
+#include "shards/shard_set.hpp"
 
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -90,7 +90,7 @@ asio::awaitable<response> async_get_edge(gateway& gw, route_context& ctx) {
     const core::shard_index shard = gw.map.shard_of_id(*source);
     if (wp.after) {
         std::vector<core::shard_index> needed{shard};
-        auto behind = co_await detail::async_wait_applied(gw, *wp.after, std::move(needed), wp.timeout);
+        auto behind = co_await gw.shards.async_wait_applied(*wp.after, std::move(needed), wp.timeout);
         if (!behind.empty()) co_return detail::not_applied_problem(req, *wp.after, behind, wp.timeout, "");
     }
     // Concurrent reads of single edges on one shard share one query (shards/edge_get_batcher.hpp).

@@ -5,11 +5,11 @@
 #include "net/detail/applied_wait.hpp"
 #include "net/edge_json.hpp"
 #include "net/gateway.hpp"
-#include "shards/shard_set.hpp"
 #include "net/routes.hpp"
 #include "net/set_merge.hpp"
 #include "shards/edge_store.hpp"
 #include "shards/pool.hpp"
+#include "shards/shard_set.hpp"
 
 #include <fmt/format.h>
 

@@ -5,8 +5,8 @@
 #include "core/hlc.hpp"
 #include "core/log_task_end.hpp"
 #include "journal/journal.hpp"
-#include "shards/journal_await.hpp"
 #include "shards/apply_target.hpp"
+#include "shards/journal_await.hpp"
 #include "shards/model_dispatch.hpp"
 
 #include <boost/asio/co_spawn.hpp>

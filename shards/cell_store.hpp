@@ -67,7 +67,7 @@ boost::asio::awaitable<core::result<std::vector<stored_cell>>> async_row_cells(m
                                                                                std::optional<std::string> after_column,
                                                                                std::size_t limit);
 
-// ---- cell indexes (net/index_routes.cpp, net/cleaner.cpp) -----------------------------------------
+// ---- cell indexes (net/index_routes.cpp, indexing/cleaner.cpp) -----------------------------------------
 
 // The latest version (greatest ref_key) of one column for many row keys: result[i] belongs to
 // row_keys[i], nullopt where the row has no such column.

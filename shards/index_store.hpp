@@ -55,7 +55,7 @@ struct index_range {
     std::optional<std::pair<core::index_value, bool>> upper;
 };
 
-// ---- the cleaner's reads and writes (net/cleaner.hpp) -------------------------------------------
+// ---- the cleaner's reads and writes (indexing/cleaner.hpp) -------------------------------------------
 
 // One index row as stored.
 struct index_row {

@@ -4,10 +4,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace cairn::shards {
 
 shard_set::shard_set(boost::asio::any_io_executor ex, journal::journal& j, const core::shard_map& map,
-                     const core::config& cfg, core::registry& metrics) {
+                     const core::config& cfg, core::registry& metrics)
+    : map_(map) {
     const auto counters = std::make_shared<const core::counter_catalog>(cfg.counters);
     const auto cells = std::make_shared<const core::cell_config>(cfg.cells);
     const auto entities = std::make_shared<const core::entity_config>(cfg.entities);
@@ -58,6 +61,21 @@ std::string shard_set::busy() const {
     std::string out;
     for (std::size_t i = 0; i < shards_.size(); ++i) fmt::format_to(std::back_inserter(out), "{}{}", i ? " " : "", shards_[i]->busy());
     return out;
+}
+
+boost::asio::awaitable<std::vector<core::shard_index>> shard_set::async_wait_applied(
+    std::uint64_t seq, std::vector<core::shard_index> shards, std::chrono::milliseconds timeout) const {
+    std::sort(shards.begin(), shards.end());
+    shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::vector<core::shard_index> behind;
+    for (core::shard_index s : shards) {
+        // Rounded up: a wait never ends before the timeout the client asked for.
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        const bool applied = co_await at(s).async_wait_applied(seq, std::max(left, std::chrono::milliseconds::zero()));
+        if (!applied) behind.push_back(s);
+    }
+    co_return behind;
 }
 
 }  // namespace cairn::shards

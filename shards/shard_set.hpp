@@ -38,6 +38,8 @@ public:
     shard_set& operator=(const shard_set&) = delete;
 
     std::size_t size() const noexcept { return shards_.size(); }
+    // Which shard holds a key (the map the set was built with).
+    const core::shard_map& map() const noexcept { return map_; }
     // Asserts that i < size().
     shard& at(core::shard_index i) const;
 
@@ -47,6 +49,13 @@ public:
     void abort_all();
     // Connections in use per shard, "apply/read apply/read ...", for the stop's log.
     std::string busy() const;
+
+    // Waits until the apply worker of every shard in shards has applied seq, all within one
+    // deadline of timeout. Returns the shards that had not by then (empty: all applied). Any
+    // executor that is a strand or a single-threaded io_context (shard::async_wait_applied).
+    boost::asio::awaitable<std::vector<core::shard_index>> async_wait_applied(std::uint64_t seq,
+                                                                              std::vector<core::shard_index> shards,
+                                                                              std::chrono::milliseconds timeout) const;
 
     // Runs task(shard) for each of shards at once and waits for all of them (multi-gets, reads
     // that do not name their shard). Each task runs on the caller's executor, which must be a
@@ -70,6 +79,7 @@ private:
     static boost::asio::awaitable<void> async_fan_out_one(std::shared_ptr<fan_out_state> st, Task task,
                                                           core::shard_index shard);
 
+    const core::shard_map& map_;
     std::vector<std::unique_ptr<shard>> shards_;
 };
 

@@ -79,23 +79,6 @@ std::variant<wait_params, input_error> parse_wait_params(const route_context& ct
     return w;
 }
 
-asio::awaitable<std::vector<core::shard_index>> async_wait_applied(gateway& gw, std::uint64_t seq,
-                                                                   std::vector<core::shard_index> shards,
-                                                                   std::chrono::milliseconds timeout) {
-    std::sort(shards.begin(), shards.end());
-    shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    std::vector<core::shard_index> behind;
-    for (core::shard_index s : shards) {
-        shards::shard& w = gw.shards.at(s);
-        // Rounded up: a wait never ends before the timeout the client asked for.
-        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        const bool applied = co_await w.async_wait_applied(seq, std::max(left, std::chrono::milliseconds::zero()));
-        if (!applied) behind.push_back(s);
-    }
-    co_return behind;
-}
-
 response not_applied_problem(const request& req, std::uint64_t seq, const std::vector<core::shard_index>& behind,
                              std::chrono::milliseconds timeout, std::string_view what) {
     std::string shards_json = "[";

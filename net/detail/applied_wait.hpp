@@ -51,12 +51,6 @@ struct wait_params {
 std::variant<wait_params, input_error> parse_wait_params(const route_context& ctx, const core::limits& lim,
                                                          std::uint64_t last_seq);
 
-// Waits until the apply worker of every shard in shards has applied seq, all within one
-// deadline of timeout. Returns the shards that had not by then (empty: all applied).
-boost::asio::awaitable<std::vector<core::shard_index>> async_wait_applied(gateway& gw, std::uint64_t seq,
-                                                                          std::vector<core::shard_index> shards,
-                                                                          std::chrono::milliseconds timeout);
-
 // 504 not-applied-yet, with the members "seq" and "shards" (those still behind); what is
 // appended to the detail.
 response not_applied_problem(const request& req, std::uint64_t seq, const std::vector<core::shard_index>& behind,

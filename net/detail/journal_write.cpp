@@ -7,6 +7,7 @@
 #include "net/problem.hpp"
 #include "shards/journal_await.hpp"
 #include "shards/model_dispatch.hpp"
+#include "shards/shard_set.hpp"
 
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -110,7 +111,7 @@ asio::awaitable<response> async_journal_write(gateway& gw, route_context& ctx, s
         auto r = co_await shards::async_append(gw.journal, ops, key);
         if (r) {
             if (wait_mode) {
-                auto behind = co_await async_wait_applied(gw, r.value().last_seq, std::move(touched), wait_timeout);
+                auto behind = co_await gw.shards.async_wait_applied(r.value().last_seq, std::move(touched), wait_timeout);
                 if (!behind.empty()) {
                     co_return not_applied_problem(req, r.value().last_seq, behind, wait_timeout,
                                                "; the write is durable in the journal and will be applied");

@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
         "Examples:\n"
         "  cairn-sim --seeds 1000            seeds 1..1000 (what CI runs)\n"
         "  cairn-sim --seed 4711 --verbose   replay one seed, step by step\n"
-        "  cairn-sim --seeds 1000000 --first-seed 1000001 --progress 10000   a long run\n\n"
+        "  cairn-sim --seeds 1000000 --first-seed 1000001 --progress 10000   a long run\n"
+        "  cairn-sim --seeds 100000000 --max-time 7200   as many seeds as two hours allow\n\n"
         "Exit codes: 0 every seed passed, 1 a seed failed, 2 bad arguments."};
     std::uint64_t seeds = 100;
     std::uint64_t first_seed = 1;
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
     std::uint64_t progress = 0;
     std::size_t failures_shown_max = 10;
     unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
+    double max_time = 0;
     app.add_option("--seeds", seeds, "how many seeds to run")->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
     app.add_option("--first-seed", first_seed, "the first seed of the run");
     app.add_option("--seed", one_seed, "run (replay) only this seed");
@@ -46,6 +48,9 @@ int main(int argc, char** argv) {
                  "run the deliberately broken variant (refused statements reported as success): must fail");
     app.add_option("--progress", progress, "print a progress line every N seeds (0: never)");
     app.add_option("--failures-shown", failures_shown_max, "failures printed in full at most");
+    app.add_option("--max-time", max_time,
+                   "stop starting seeds after this many seconds; the summary counts the seeds that ran (0: no limit)")
+        ->check(CLI::Range(0.0, 3.0e7));
     app.add_option("--jobs", jobs, "seeds run at once, one thread each (default: the cores)")->check(CLI::Range(1u, 256u));
     try {
         app.parse(argc, argv);
@@ -62,10 +67,15 @@ int main(int argc, char** argv) {
     // the next seed from a counter; the failures are reported in seed order.
     std::mutex mu;
     std::atomic<std::uint64_t> next{0};
-    std::uint64_t done = 0, statements = 0, acked = 0, crashes = 0, dead = 0;
+    std::uint64_t done = 0, last_seed = 0, statements = 0, acked = 0, crashes = 0, dead = 0;
     std::map<std::uint64_t, std::string> failures;
+    const auto deadline = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                        std::chrono::duration<double>(max_time));
     auto run = [&] {
-        for (std::uint64_t i = next++; i < seeds; i = next++) {
+        // The deadline is checked before a seed is taken, so every taken seed is run: the seeds
+        // that ran are exactly first_seed..last_seed.
+        const auto out_of_time = [&] { return max_time > 0 && std::chrono::steady_clock::now() >= deadline; };
+        for (std::uint64_t i = 0; !out_of_time() && (i = next++) < seeds;) {
             cairn::sim::sim_options o;
             o.seed = first_seed + i;
             o.steps = steps;
@@ -79,6 +89,7 @@ int main(int argc, char** argv) {
             dead += r.dead_letters;
             if (!r.ok) failures[o.seed] = r.failure;
             ++done;
+            last_seed = std::max(last_seed, o.seed);
             if (progress != 0 && done % progress == 0) {
                 const auto s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
                 std::cerr << fmt::format("cairn-sim: {} of {} seeds, {} failures, {:.0f} s\n", done, seeds,
@@ -97,9 +108,9 @@ int main(int argc, char** argv) {
                                  broken ? " --broken-swallow-rejections" : "");
     }
     const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    std::cout << fmt::format("simulation: seeds={} failures={}\n", seeds, failures.size());
-    std::cout << fmt::format("  seeds {}..{} in {:.1f} s; {} acknowledged ops, {} shard statements, {} gateway crashes, "
+    std::cout << fmt::format("simulation: seeds={} failures={}\n", done, failures.size());
+    std::cout << fmt::format("  seeds {}..{} ({} seeds) in {:.1f} s; {} acknowledged ops, {} shard statements, {} gateway crashes, "
                              "{} dead letters\n",
-                             first_seed, first_seed + seeds - 1, secs, acked, statements, crashes, dead);
+                             first_seed, done == 0 ? first_seed : last_seed, done, secs, acked, statements, crashes, dead);
     return failures.empty() ? 0 : 1;
 }

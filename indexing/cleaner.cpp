@@ -1,16 +1,14 @@
-#include "net/cleaner.hpp"
+#include "indexing/cleaner.hpp"
 
 #include "core/hlc.hpp"
 #include "core/log_task_end.hpp"
 #include "core/shard_map.hpp"
+#include "indexing/index_registry.hpp"
+#include "indexing/indexed_objects.hpp"
 #include "journal/journal.hpp"
-#include "net/detail/applied_wait.hpp"
-#include "net/detail/indexed_objects.hpp"
-#include "net/gateway.hpp"
-#include "shards/shard_set.hpp"
-#include "net/index_registry.hpp"
 #include "shards/index_store.hpp"
 #include "shards/pool.hpp"
+#include "shards/shard_set.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -24,7 +22,7 @@
 #include <algorithm>
 #include <spdlog/spdlog.h>
 
-namespace cairn::net {
+namespace cairn::indexing {
 namespace {
 
 namespace asio = boost::asio;
@@ -62,8 +60,9 @@ struct cleaner::job {
     }
 };
 
-cleaner::cleaner(asio::any_io_executor ex, gateway& gw, core::registry& metrics)
-    : ex_(std::move(ex)), gw_(gw), metrics_(metrics) {}
+cleaner::cleaner(asio::any_io_executor ex, journal::journal& journal, shards::shard_set& shards,
+                 index_registry& indexes, const core::limits& lim, core::registry& metrics)
+    : ex_(std::move(ex)), journal_(journal), shards_(shards), indexes_(indexes), lim_(lim), metrics_(metrics) {}
 
 cleaner::~cleaner() { stop(); }
 
@@ -79,7 +78,7 @@ bool cleaner::start(const core::index_def& def, std::size_t rows_per_s, cleaner_
     j->rows_per_s = std::max<std::size_t>(rows_per_s, 1);
     j->p.index = def.name;
     j->p.mode = mode;
-    if (mode != cleaner_mode::clean) j->p.shards.resize(gw_.map.size());
+    if (mode != cleaner_mode::clean) j->p.shards.resize(shards_.map().size());
     j->p.started_ms = core::system_wall_clock_ms();
     j->p.rows_per_s = j->rows_per_s;
     const core::labels l{{"index", def.name}};
@@ -90,7 +89,7 @@ bool cleaner::start(const core::index_def& def, std::size_t rows_per_s, cleaner_
     j->c_removed = &metrics_.add_counter("cairn_cleaner_rows_removed_total", "Stale index rows the cleaner tombstoned", l);
     j->g_scanned->set(0);
     slot = j;
-    // On a strand of its own: waiting for applied seqs needs one (net/detail/applied_wait.hpp).
+    // On a strand of its own: waiting for applied seqs needs one (shard_set::async_wait_applied).
     asio::co_spawn(asio::make_strand(ex_), async_run(j), core::log_task_end("cleaner " + def.name));
     return true;
 }
@@ -129,7 +128,7 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
         });
         spdlog::warn("cleaner {}: {}: {}", def.name, what, ec.message());
     };
-    const auto shards = gw_.map.size();
+    const auto shards = shards_.map().size();
 
     const std::string objects = def.on_cells() ? "cells" : "entities";
     const bool checking = j->p.mode != cleaner_mode::clean;  // p.mode never changes: read without the lock
@@ -142,17 +141,17 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
     // journaled later carries the index's entries, and every earlier one is on the shards before
     // the walk reads them (docs/entities.md, "Creating an index under live writes").
     j->update([](cleaner_progress& p) { p.phase = "catch-up"; });
-    if (gw_.indexes && !co_await gw_.indexes->async_write_barrier(gw_.lim.journal_wait_max + gw_.lim.query_timeout * 2)) {
+    if (!co_await indexes_.async_write_barrier(lim_.journal_wait_max + lim_.query_timeout * 2)) {
         co_return fail("waiting for writes in flight", core::errc::shard_timeout);
     }
-    const std::uint64_t caught_up_seq = gw_.journal.last_seq();
+    const std::uint64_t caught_up_seq = journal_.last_seq();
     j->update([&](cleaner_progress& p) { p.catch_up_seq = caught_up_seq; });
     {
         std::vector<core::shard_index> all;
         for (core::shard_index s = 0; s < shards; ++s) all.push_back(s);
         while (!all.empty()) {
             if (stopping_) co_return j->update([](cleaner_progress& p) { p.state = "stopped"; });
-            all = co_await detail::async_wait_applied(gw_, caught_up_seq, std::move(all), std::chrono::milliseconds(500));
+            all = co_await shards_.async_wait_applied(caught_up_seq, std::move(all), std::chrono::milliseconds(500));
         }
     }
     j->update([](cleaner_progress& p) { p.phase = "backfill"; });
@@ -160,31 +159,31 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
     // Phase 1: backfill. The total is the objects (entities, rows with the column) on every shard.
     std::uint64_t total = 0;
     for (core::shard_index s = 0; s < shards; ++s) {
-        auto lease = co_await gw_.shards.at(s).async_read_lease();
+        auto lease = co_await shards_.at(s).async_read_lease();
         if (!lease) co_return fail(fmt::format("counting {} on shard {}", objects, s), lease.error());
-        auto n = co_await detail::async_count_objects(*lease.value(), def);
+        auto n = co_await async_count_objects(*lease.value(), def);
         if (!n) co_return fail(fmt::format("counting {} on shard {}", objects, s), n.error());
         total += n.value();
     }
     j->update([&](cleaner_progress& p) { p.total = total; });
     for (core::shard_index s = 0; s < shards; ++s) {
-        std::optional<detail::indexed_object> after;
+        std::optional<indexed_object> after;
         for (;;) {
             if (stopping_) co_return j->update([](cleaner_progress& p) { p.state = "stopped"; });
-            std::vector<detail::indexed_object> page;
+            std::vector<indexed_object> page;
             {
-                auto lease = co_await gw_.shards.at(s).async_read_lease();
+                auto lease = co_await shards_.at(s).async_read_lease();
                 if (!lease) co_return fail(fmt::format("reading {} on shard {}", objects, s), lease.error());
-                auto r = co_await detail::async_scan_objects(*lease.value(), def, after, page_rows);
+                auto r = co_await async_scan_objects(*lease.value(), def, after, page_rows);
                 if (!r) co_return fail(fmt::format("reading {} on shard {}", objects, s), r.error());
                 page = std::move(r.value());
             }
             if (page.empty()) break;
             std::map<core::shard_index, std::vector<shards::index_row>> rows;
             for (const auto& o : page) {
-                auto values = detail::index_values_now(def, o);
+                auto values = index_values_now(def, o);
                 if (!values) continue;
-                const auto target = gw_.map.shard_of_hash(core::index_value_hash((*values)[def.shard_on]));
+                const auto target = shards_.map().shard_of_hash(core::index_value_hash((*values)[def.shard_on]));
                 rows[target].push_back({std::move(*values), o.id, o.version, false});
             }
             std::uint64_t added = 0;
@@ -195,7 +194,7 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
                 if (checking) {
                     // Keep only the rows that are not there: absent, or a tombstone no newer than the
                     // object (a newer one means the object changed after it was read: not missing).
-                    auto lease = co_await gw_.shards.at(target).async_read_lease();
+                    auto lease = co_await shards_.at(target).async_read_lease();
                     if (!lease) co_return fail(fmt::format("reading index rows on shard {}", target), lease.error());
                     auto found = co_await shards::async_get_index_rows(*lease.value(), def, target_rows);
                     if (!found) co_return fail(fmt::format("reading index rows on shard {}", target), found.error());
@@ -211,13 +210,13 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
                         p.shards.at(target).missing += target_rows.size();
                         for (const auto& r : target_rows) {
                             if (p.missing_examples.size() >= examples_max) break;
-                            p.missing_examples.push_back(fmt::format("{} on shard {}: no index row{}", detail::object_name(def, r.entity_id),
+                            p.missing_examples.push_back(fmt::format("{} on shard {}: no index row{}", object_name(def, r.entity_id),
                                                                      target, writing ? " (written)" : ""));
                         }
                     });
                 }
                 if (!writing) continue;
-                auto lease = co_await gw_.shards.at(target).async_read_lease();
+                auto lease = co_await shards_.at(target).async_read_lease();
                 if (!lease) co_return fail(fmt::format("writing index rows on shard {}", target), lease.error());
                 auto w = co_await shards::async_put_index_rows(*lease.value(), def, target_rows);
                 if (!w) co_return fail(fmt::format("writing index rows on shard {}", target), w.error());
@@ -237,7 +236,7 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
     // Phase 2: stale rows. The total grows by the index rows there are now.
     std::uint64_t index_rows = 0;
     for (core::shard_index s = 0; s < shards; ++s) {
-        auto lease = co_await gw_.shards.at(s).async_read_lease();
+        auto lease = co_await shards_.at(s).async_read_lease();
         if (!lease) co_return fail(fmt::format("counting index rows on shard {}", s), lease.error());
         auto n = co_await shards::async_count_index_rows(*lease.value(), def);
         if (!n) co_return fail(fmt::format("counting index rows on shard {}", s), n.error());
@@ -253,7 +252,7 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
             if (stopping_) co_return j->update([](cleaner_progress& p) { p.state = "stopped"; });
             std::vector<shards::index_row> page;
             {
-                auto lease = co_await gw_.shards.at(s).async_read_lease();
+                auto lease = co_await shards_.at(s).async_read_lease();
                 if (!lease) co_return fail(fmt::format("reading index rows on shard {}", s), lease.error());
                 auto r = co_await shards::async_scan_index_rows(*lease.value(), def, after, page_rows);
                 if (!r) co_return fail(fmt::format("reading index rows on shard {}", s), r.error());
@@ -264,13 +263,13 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
             // The current objects of the live rows, from their shards.
             std::map<core::shard_index, std::vector<std::string>> ids;
             for (const auto& row : page) {
-                if (!row.deleted) ids[gw_.map.shard_of_hash(core::hash_bytes(row.entity_id))].push_back(row.entity_id);
+                if (!row.deleted) ids[shards_.map().shard_of_hash(core::hash_bytes(row.entity_id))].push_back(row.entity_id);
             }
-            std::map<std::string, detail::indexed_object> current;
+            std::map<std::string, indexed_object> current;
             for (auto& [home, home_ids] : ids) {
-                auto lease = co_await gw_.shards.at(home).async_read_lease();
+                auto lease = co_await shards_.at(home).async_read_lease();
                 if (!lease) co_return fail(fmt::format("reading {} on shard {}", objects, home), lease.error());
-                auto r = co_await detail::async_current_objects(*lease.value(), def, home_ids);
+                auto r = co_await async_current_objects(*lease.value(), def, home_ids);
                 if (!r) co_return fail(fmt::format("reading {} on shard {}", objects, home), r.error());
                 for (auto& o : r.value()) {
                     if (o) current.emplace(o->id, std::move(*o));
@@ -284,7 +283,7 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
                 // applied the op that wrote the row. Not stale: leave it. (A cell version that
                 // lost to another body at the same ref_key keeps its row: queries skip it.)
                 if (it == current.end() || it->second.version <= row.ts) continue;
-                const auto now = detail::index_values_now(def, it->second);
+                const auto now = index_values_now(def, it->second);
                 if (now && *now == row.values) continue;
                 tombstones.push_back({row.values, row.entity_id, it->second.version, true});
             }
@@ -295,14 +294,14 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
                     for (const auto& r : tombstones) {
                         if (p.stale_examples.size() >= examples_max) break;
                         p.stale_examples.push_back(fmt::format("{} on shard {}: a live row for values it no longer has{}",
-                                                               detail::object_name(def, r.entity_id), s,
+                                                               object_name(def, r.entity_id), s,
                                                                writing ? " (tombstoned)" : ""));
                     }
                 });
             }
             if (!writing) tombstones.clear();
             if (!tombstones.empty()) {
-                auto lease = co_await gw_.shards.at(s).async_read_lease();
+                auto lease = co_await shards_.at(s).async_read_lease();
                 if (!lease) co_return fail(fmt::format("tombstoning index rows on shard {}", s), lease.error());
                 auto w = co_await shards::async_put_index_rows(*lease.value(), def, tombstones);
                 if (!w) co_return fail(fmt::format("tombstoning index rows on shard {}", s), w.error());
@@ -331,4 +330,4 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
     }
 }
 
-}  // namespace cairn::net
+}  // namespace cairn::indexing

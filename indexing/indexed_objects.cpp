@@ -1,4 +1,4 @@
-#include "net/detail/indexed_objects.hpp"
+#include "indexing/indexed_objects.hpp"
 
 #include "core/document.hpp"
 #include "net/detail/body_json.hpp"
@@ -7,7 +7,7 @@
 #include "shards/cell_store.hpp"
 #include "shards/entity_store.hpp"
 
-namespace cairn::net::detail {
+namespace cairn::indexing {
 namespace {
 
 namespace asio = boost::asio;
@@ -69,15 +69,15 @@ asio::awaitable<core::result<std::uint64_t>> async_count_objects(shards::mariadb
 
 std::optional<std::vector<core::index_value>> index_values_now(const core::index_def& def, const indexed_object& o) {
     if (o.deleted) return std::nullopt;
-    auto json = stored_body_json(o.body);
+    auto json = net::detail::stored_body_json(o.body);
     if (!json) return std::nullopt;
     return index_values_of_json(def, *json);
 }
 
 std::optional<std::vector<core::index_value>> index_values_of_json(const core::index_def& def, std::string_view json) {
     simdjson::dom::element root;
-    if (parse_json(json, root) || !root.is_object()) return std::nullopt;
-    auto v = index_values_of(def, root);
+    if (net::detail::parse_json(json, root) || !root.is_object()) return std::nullopt;
+    auto v = net::detail::index_values_of(def, root);
     auto* values = std::get_if<std::optional<std::vector<core::index_value>>>(&v);
     if (!values) return std::nullopt;
     return *values;
@@ -87,4 +87,4 @@ std::string object_name(const core::index_def& def, std::string_view id) {
     return (def.on_cells() ? "row " : "entity ") + core::format_id16_bytes(id);
 }
 
-}  // namespace cairn::net::detail
+}  // namespace cairn::indexing

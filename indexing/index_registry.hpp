@@ -21,12 +21,18 @@
 #include <string>
 #include <vector>
 
-namespace cairn::net {
+namespace cairn::shards {
+class shard_set;
+}
 
-struct gateway;
+namespace cairn::indexing {
 
 class index_registry {
 public:
+    // Reads the definitions from shards (which must outlive the registry), each read bounded by
+    // timeout (connect and query).
+    index_registry(shards::shard_set& shards, std::chrono::milliseconds timeout) : shards_(shards), timeout_(timeout) {}
+
     // Held by a write from the moment it reads the definitions (to compute its ops' index entries)
     // until its ops are journaled or refused. Movable; gives itself back when destroyed.
     class write_ticket {
@@ -71,17 +77,19 @@ public:
     // Reads index_defs from every shard that answers and replaces the set (a shard that does not
     // answer keeps nothing from being replaced: the newest ts wins among those that did).
     // Returns false if no shard answered.
-    boost::asio::awaitable<bool> async_refresh(gateway& gw);
+    boost::asio::awaitable<bool> async_refresh();
 
     // Refreshes every `every` until stop() (which ends the wait at once). Run it on one
-    // coroutine; the registry and gw must outlive it.
-    boost::asio::awaitable<void> async_refresh_loop(gateway& gw, std::chrono::milliseconds every);
+    // coroutine; the registry must outlive it.
+    boost::asio::awaitable<void> async_refresh_loop(std::chrono::milliseconds every);
     void stop();
 
 private:
     // The indexes of entity kind / cell table `name`.
     std::vector<core::index_def> matching(bool cells, std::string_view name) const;
 
+    shards::shard_set& shards_;
+    const std::chrono::milliseconds timeout_;
     std::mutex timer_mu_;
     boost::asio::steady_timer* timer_ = nullptr;  // the loop's, while it waits; guarded by timer_mu_
     std::atomic<bool> stopping_{false};
@@ -99,4 +107,4 @@ private:
     std::map<std::uint64_t, std::size_t> tickets_out_;    // epoch -> tickets not given back; guarded by tickets_mu_
 };
 
-}  // namespace cairn::net
+}  // namespace cairn::indexing

@@ -20,7 +20,7 @@ namespace cairn::shards {
 class mariadb_conn;
 }
 
-namespace cairn::net::detail {
+namespace cairn::indexing {
 
 struct indexed_object {
     std::string id;            // the entity id; the cell's row_key
@@ -55,4 +55,4 @@ std::optional<std::vector<core::index_value>> index_values_now(const core::index
 // The same from a live object's body as JSON text (stored_body_json of its body).
 std::optional<std::vector<core::index_value>> index_values_of_json(const core::index_def& def, std::string_view json);
 
-}  // namespace cairn::net::detail
+}  // namespace cairn::indexing

@@ -15,6 +15,7 @@
 #include <utility>  // Boost 1.74's awaitable.hpp forgets it.
 
 #include "core/indexes.hpp"
+#include "core/limits.hpp"
 #include "core/metrics.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -31,9 +32,16 @@
 #include <utility>
 #include <vector>
 
-namespace cairn::net {
+namespace cairn::journal {
+class journal;
+}
+namespace cairn::shards {
+class shard_set;
+}
 
-struct gateway;
+namespace cairn::indexing {
+
+class index_registry;
 
 // What a run does: clean (write every object's row, tombstone stale rows), verify (compare the
 // index with the objects and report), or verify and repair (write only what the comparison found).
@@ -70,7 +78,9 @@ struct cleaner_progress {
 
 class cleaner {
 public:
-    cleaner(boost::asio::any_io_executor ex, gateway& gw, core::registry& metrics);
+    // journal, shards, indexes and metrics must outlive the cleaner.
+    cleaner(boost::asio::any_io_executor ex, journal::journal& journal, shards::shard_set& shards, index_registry& indexes,
+            const core::limits& lim, core::registry& metrics);
     ~cleaner();
 
     // Starts a run of def's cleaner at most rows_per_s (>= 1); false if one is running. Cleaning
@@ -87,11 +97,14 @@ private:
     boost::asio::awaitable<void> async_run(std::shared_ptr<job> j);
 
     boost::asio::any_io_executor ex_;
-    gateway& gw_;
+    journal::journal& journal_;
+    shards::shard_set& shards_;
+    index_registry& indexes_;
+    const core::limits lim_;
     core::registry& metrics_;
     mutable std::mutex mu_;
     std::map<std::pair<std::string, bool>, std::shared_ptr<job>> jobs_;  // (index, verify); guarded by mu_
     std::atomic<bool> stopping_{false};
 };
 
-}  // namespace cairn::net
+}  // namespace cairn::indexing
