@@ -3,14 +3,12 @@
 #include "net/admin_routes.hpp"
 
 #include "core/codec.hpp"
-#include "core/edge_rules.hpp"
 #include "indexing/index_registry.hpp"
 #include "journal/journal.hpp"
-#include "net/cell_json.hpp"
-#include "net/counter_json.hpp"
 #include "net/detail/applied_wait.hpp"
 #include "net/detail/body_json.hpp"
 #include "net/detail/json_escape.hpp"
+#include "net/detail/op_forms.hpp"
 #include "net/edge_json.hpp"
 #include "net/gateway.hpp"
 #include "net/problem.hpp"
@@ -37,6 +35,8 @@ namespace {
 
 namespace asio = boost::asio;
 using json = nlohmann::json;
+using detail::op_json;
+using detail::parse_edited_op;
 
 constexpr std::size_t json_depth_max = 8;
 constexpr std::size_t dead_page_limit_default = 100;
@@ -79,53 +79,6 @@ response journal_problem(const request& req, const core::error_code& ec) {
                        req.version(), req.keep_alive());
     res.set(http::field::retry_after, "1");
     return res;
-}
-
-// The op as the JSON an operator reads and edits: the fields of a client write, with graph and
-// model, and ts in Unix milliseconds (a PUT .../op body takes exactly this shape back).
-json op_json(const gateway& gw, const core::op& o) {
-    if (const auto* c = std::get_if<core::counter_op>(&o.body)) {
-        static const core::counter_catalog none;
-        json j = json::parse(render_counter_op(gw.counters ? *gw.counters : none, *c));
-        j["model"] = "counter";
-        j["ts"] = core::hlc_ms(o.ts);
-        return j;
-    }
-    if (const auto* d = std::get_if<core::index_def_op>(&o.body)) {
-        json j{{"model", "index"}, {"name", d->name}, {"dropped", d->dropped}, {"ts", core::hlc_ms(o.ts)}};
-        if (auto def = core::decode_index_def(d->definition)) j["kind"] = def.value().kind;
-        return j;
-    }
-    if (const auto* e = std::get_if<core::entity_op>(&o.body)) {
-        json j{{"model", "entity"}, {"kind", e->entity_kind}, {"id", core::format_id16_bytes(e->id)},
-               {"deleted", e->deleted}, {"ts", core::hlc_ms(o.ts)}};
-        if (!e->deleted) j["body"] = json::parse(detail::stored_body_json(e->body).value_or("null"));
-        return j;
-    }
-    if (const auto* c = std::get_if<core::cell_op>(&o.body)) {
-        json j = json::parse(render_cell(c->table, c->row_key, c->column, c->ref_key, c->body, o.ts, 0));
-        j.erase("added_id");
-        j.erase("ts_ms");
-        j["model"] = "cell";
-        j["ts"] = core::hlc_ms(o.ts);
-        return j;
-    }
-    if (const auto* n = std::get_if<core::node_op>(&o.body)) {
-        return json{{"model", "node"},
-                    {"graph", n->graph},
-                    {"node_id", n->node_id},
-                    {"action", std::string(core::node_action_name(n->action))},
-                    {"ts", core::hlc_ms(o.ts)}};
-    }
-    const auto& e = std::get<core::edge_op>(o.body);
-    return json{{"model", "edge"},
-                {"graph", e.graph},
-                {"source_id", e.source_id},
-                {"destination_id", e.destination_id},
-                {"state", std::string(core::edge_state_name(e.state))},
-                {"position", e.position},
-                {"keep_position", !e.sets_position},
-                {"ts", core::hlc_ms(o.ts)}};
 }
 
 std::optional<core::op> decode(const std::string& bytes) {
@@ -469,136 +422,6 @@ response show_dead(gateway& gw, route_context& ctx) {
     return answer(req, dead_detail(gw, d.value(), now_ms()));
 }
 
-// A counter op's edit: {"model": "counter", "metric", "dimensions", "time", "delta"} (and "ts",
-// which is ignored: the edited op is stamped now, so that it is not refused as too old).
-// Validated as POST /v1/counters/{metric} validates an increment.
-std::variant<core::op, input_error> parse_edited_counter(gateway& gw, const simdjson::dom::object& fields) {
-    static const core::counter_catalog none;
-    const auto& catalog = gw.counters ? *gw.counters : none;
-    const core::counter_metric* metric = nullptr;
-    std::string increment = "{";
-    for (auto [key, value] : fields) {
-        if (key == "model" || key == "ts") continue;
-        if (key == "metric") {
-            if (value.is_string()) metric = catalog.find(value.get_string().value_unsafe());
-            if (!metric) return input_error{"metric", "must name a declared counter metric"};
-            continue;
-        }
-        if (increment.size() > 1) increment += ',';
-        detail::append_json_string(increment, key);
-        increment += ':';
-        increment += simdjson::minify(value);
-    }
-    increment += '}';
-    if (!metric) return input_error{"metric", "is required"};
-    auto parsed = parse_counter_writes(catalog, *metric, increment, gw.clock, now_ms(), 1);
-    if (auto* e = std::get_if<input_error>(&parsed)) return *e;
-    return std::move(std::get<std::vector<core::op>>(parsed).front());
-}
-
-// A cell op's edit: {"model": "cell", "table", "row_key", "column", "ref_key", "body"} ("ts" is
-// ignored: the edited op is stamped now). Validated as POST /v1/cells/{table} validates a cell.
-std::variant<core::op, input_error> parse_edited_cell(gateway& gw, const simdjson::dom::object& fields) {
-    static const core::cell_config none;
-    const auto& cells = gw.cells ? *gw.cells : none;
-    std::string table;
-    std::string cell = "{";
-    for (auto [key, value] : fields) {
-        if (key == "model" || key == "ts") continue;
-        if (key == "table") {
-            if (!value.is_string() || !cells.declared(value.get_string().value_unsafe())) {
-                return input_error{"table", "must name a declared cell table"};
-            }
-            table = std::string(value.get_string().value_unsafe());
-            continue;
-        }
-        if (cell.size() > 1) cell += ',';
-        detail::append_json_string(cell, key);
-        cell += ':';
-        cell += simdjson::minify(value);
-    }
-    cell += '}';
-    if (table.empty()) return input_error{"table", "is required"};
-    const auto indexes = gw.indexes ? gw.indexes->of_cell_table(table) : std::vector<core::index_def>{};
-    auto parsed = parse_cell_writes(cells, table, cell, gw.clock, 1, indexes);
-    if (auto* e = std::get_if<input_error>(&parsed)) return *e;
-    return std::move(std::get<std::vector<core::op>>(parsed).front());
-}
-
-// Validates an edited payload exactly like a client write: the body is the "op" object of
-// GET .../dead/{shard}/{seq} (model, graph, then the fields of POST /v1/graphs/{graph}/edges).
-std::variant<core::op, input_error> parse_edited_op(gateway& gw, std::string_view body) {
-    thread_local simdjson::dom::parser parser(64 * 1024);
-    if (parser.max_depth() != json_depth_max) {
-        if (parser.allocate(64 * 1024, json_depth_max) != simdjson::SUCCESS) return input_error{"body", "cannot be parsed"};
-    }
-    simdjson::dom::element root;
-    if (auto err = parser.parse(body.data(), body.size(), true).get(root); err) {
-        return input_error{"body", fmt::format("is not valid JSON: {}", simdjson::error_message(err))};
-    }
-    if (!root.is_object()) return input_error{"body", "must be a JSON object describing one op"};
-    simdjson::dom::element model;
-    if (root.get_object().value_unsafe().at_key("model").get(model) == simdjson::SUCCESS && model.is_string() &&
-        model.get_string().value_unsafe() == "counter") {
-        return parse_edited_counter(gw, root.get_object().value_unsafe());
-    }
-    if (root.get_object().value_unsafe().at_key("model").get(model) == simdjson::SUCCESS && model.is_string() &&
-        model.get_string().value_unsafe() == "cell") {
-        return parse_edited_cell(gw, root.get_object().value_unsafe());
-    }
-    std::string graph;
-    bool have_graph = false;
-    bool node = false;
-    std::string node_id;
-    std::string action;
-    std::string edge = "{";
-    const simdjson::dom::object fields = root.get_object().value_unsafe();
-    for (auto [key, value] : fields) {
-        if (key == "model") {
-            if (!value.is_string() || (value.get_string().value_unsafe() != "edge" &&
-                                       value.get_string().value_unsafe() != "node")) {
-                return input_error{"model", "must be \"edge\", \"node\", \"cell\" or \"counter\""};
-            }
-            node = value.get_string().value_unsafe() == "node";
-        } else if (key == "node_id" || key == "action") {
-            // Fields of a node op: node_id as a number or decimal string, action a string.
-            std::string text = value.is_string() ? std::string(value.get_string().value_unsafe()) : simdjson::minify(value);
-            (key == "node_id" ? node_id : action) = std::move(text);
-        } else if (key == "graph") {
-            if (!value.is_string() || !core::valid_graph_name(value.get_string().value_unsafe())) {
-                return input_error{"graph", "must be 1 to 32 characters of A-Z, a-z, 0-9 and _"};
-            }
-            graph = std::string(value.get_string().value_unsafe());
-            have_graph = true;
-        } else {
-            // Everything else is an edge field, checked by the client write's parser below.
-            if (edge.size() > 1) edge += ',';
-            std::string quoted;
-            detail::append_json_string(quoted, key);
-            edge += quoted;
-            edge += ':';
-            edge += simdjson::minify(value);
-        }
-    }
-    edge += '}';
-    if (!have_graph) return input_error{"graph", "is required"};
-    if (node) {
-        // The rest (ts) is the body of a node write; any other field is refused there.
-        auto one = parse_node_write(graph, node_id, action, edge == "{}" ? std::string_view{} : std::string_view(edge),
-                                    gw.clock, now_ms(), edge_write_options{});
-        if (auto* e = std::get_if<input_error>(&one)) return *e;
-        return std::move(std::get<core::op>(one));
-    }
-    if (!node_id.empty() || !action.empty()) return input_error{node_id.empty() ? "action" : "node_id", "is a field of a node op (\"model\": \"node\")"};
-    edge_write_options opts;
-    opts.batch_ops_max = 1;
-    auto parsed = parse_edge_writes(graph, edge, gw.clock, now_ms(), opts);
-    if (auto* e = std::get_if<input_error>(&parsed)) return *e;
-    auto& ops = std::get<std::vector<core::op>>(parsed);
-    if (ops.size() != 1) return input_error{"body", "must describe exactly one op"};
-    return std::move(ops.front());
-}
-
 asio::awaitable<response> async_edit_dead(gateway& gw, route_context& ctx) {
     const auto& req = ctx.req;
     auto key = parse_key(ctx, gw.shards.size());
@@ -608,6 +431,10 @@ asio::awaitable<response> async_edit_dead(gateway& gw, route_context& ctx) {
         co_return not_found(req, fmt::format("no dead letter of seq {} on shard {}", key->second, key->first));
     }
     if (!d) co_return journal_problem(req, d.error());
+    // Held until the edited op is journaled: a new index's back-fill waits for writes that
+    // computed their index entries without it (index_registry::async_write_barrier).
+    indexing::index_registry::write_ticket ticket;
+    if (gw.indexes) ticket = gw.indexes->enter_write();
     auto parsed = parse_edited_op(gw, req.body());
     if (auto* e = std::get_if<input_error>(&parsed)) {
         co_return detail::bad_field(req, e->field, e->detail);

@@ -11,6 +11,7 @@
 #include "net/detail/json_escape.hpp"
 #include "net/detail/json_parse.hpp"
 #include "net/detail/shard_read.hpp"
+#include "net/entity_json.hpp"
 #include "net/gateway.hpp"
 #include "net/problem.hpp"
 #include "net/router.hpp"
@@ -80,33 +81,24 @@ asio::awaitable<response> async_write(gateway& gw, route_context& ctx, bool dele
     if (auto* r = std::get_if<response>(&path)) co_return std::move(*r);
     auto& p = std::get<entity_path>(path);
     if (auto e = detail::unknown_query_param(ctx.query, write_params)) co_return bad_field(req, e->field, e->detail);
-    core::entity_op e;
-    e.entity_kind = p.kind;
-    e.id = p.id;
-    e.deleted = deleted;
     // Held until the op is journaled: a new index's back-fill waits for writes that computed
     // their entries without it (index_registry::async_write_barrier).
     indexing::index_registry::write_ticket ticket;
     if (gw.indexes) ticket = gw.indexes->enter_write();
+    simdjson::dom::element root;
     if (!deleted) {
-        simdjson::dom::element root;
         if (auto err = detail::parse_json(req.body(), root)) co_return bad_field(req, err->field, err->detail);
-        auto stored = detail::stored_body_of(root, "body", config_of(gw).compress_bytes_min);
-        if (auto* err = std::get_if<input_error>(&stored)) co_return bad_field(req, err->field, err->detail);
-        e.body = std::get<std::string>(std::move(stored));
-        if (gw.indexes) {
-            auto entries = detail::index_entries_of(gw.indexes->of_kind(p.kind), root, "");
-            if (auto* err = std::get_if<input_error>(&entries)) co_return bad_field(req, err->field, err->detail);
-            e.entries = std::get<std::vector<core::index_entry>>(std::move(entries));
-        }
     } else if (req.body().find_first_not_of(" \t\r\n") != std::string::npos) {
         co_return bad_field(req, "body", "must be empty: a delete carries no body");
     }
+    const auto indexes = gw.indexes ? gw.indexes->of_kind(p.kind) : std::vector<core::index_def>{};
+    auto made = entity_op_of(config_of(gw), p.kind, p.id, deleted ? nullptr : &root, indexes);
+    if (auto* err = std::get_if<input_error>(&made)) co_return bad_field(req, err->field, err->detail);
     auto ts = op_ts(gw, ctx);
     if (auto* r = std::get_if<response>(&ts)) co_return std::move(*r);
     std::vector<core::op> ops(1);
     ops[0].ts = std::get<std::uint64_t>(ts);
-    ops[0].body = std::move(e);
+    ops[0].body = std::get<core::entity_op>(std::move(made));
     co_return co_await detail::async_journal_write(gw, ctx, std::move(ops));
 }
 

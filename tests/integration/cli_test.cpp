@@ -5,6 +5,7 @@
 #include "tests/integration/cli_support.hpp"
 #include "tests/support/cairnd_fixture.hpp"
 #include "tests/support/e2e.hpp"
+#include "tests/support/http_client.hpp"
 
 #include "core/hlc.hpp"
 #include "core/shard_map.hpp"
@@ -224,6 +225,77 @@ TEST_F(cli, an_edited_dead_edge_with_ends_on_two_shards_lands_on_both) {
     auto human = cairn({"dead", "edit", "0", seq_s, "--op", fixed.dump()});
     EXPECT_EQ(human.code, 1) << human.out;
     EXPECT_EQ(cairn_json({"status"})["journal"]["dead_letters"], 0);
+}
+
+// Entity dead letters are edited like edge ones (issue 14): the op renders with its body, an edit is
+// validated as PUT /v1/entities/{kind}/{id} validates a write, and keeps its ts (last writer wins);
+// an entity without indexes has its rows on one shard, so it is edited in place and re-injected.
+TEST_F(cli, an_entity_dead_letter_is_edited_in_place_reinjected_and_applied) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    const std::string db = "cairn_cli_dead_entity";
+    start(db, "[entities]\nkinds = [\"user\"]\n");
+    ASSERT_TRUE(wait_applied(cairnd_->port(), 20s));
+    // The entities table is created when a shard's apply worker first connects, which may come
+    // after the first applied mark: retried until the table is there (bounded).
+    for (const auto& s : test_shards()) {
+        const auto deadline = std::chrono::steady_clock::now() + 20s;
+        bool created = false;
+        while (!created && std::chrono::steady_clock::now() < deadline) {
+            created = !!exec_sql(s, {"CREATE TRIGGER poison BEFORE INSERT ON entities FOR EACH ROW "
+                                     "IF LOCATE('poison', NEW.body) > 0 THEN "
+                                     "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'poisoned body is refused'; END IF"},
+                                 db);
+            if (!created) std::this_thread::sleep_for(20ms);
+        }
+        ASSERT_TRUE(created) << "no entities table on " << s.port;
+    }
+    const std::string id = "00112233-4455-6677-8899-aabbccddeeff";
+    http_client c(cairnd_->port());
+    auto w = c.send(http::verb::put, "/v1/entities/user/" + id, R"({"name": "poison", "age": 7})");
+    ASSERT_TRUE(w.has_value()) << w.error().message();
+    ASSERT_EQ(w.value().status, http::status::accepted) << w.value().body;
+    const auto seq = nlohmann::json::parse(w.value().body)["seq"].get<std::uint64_t>();
+    auto t = wait_trace(seq, "dead");
+    ASSERT_EQ(t["state"], "dead") << t.dump();
+    std::string shard_s;
+    for (const auto& s : t["shards"]) {
+        if (s["state"] == "dead") shard_s = std::to_string(s["shard"].get<int>());
+    }
+    ASSERT_FALSE(shard_s.empty()) << t.dump();
+    const std::string seq_s = std::to_string(seq);
+
+    auto shown = cairn_json({"dead", "show", shard_s, seq_s});
+    ASSERT_EQ(shown["op"]["model"], "entity") << shown.dump();
+    EXPECT_EQ(shown["op"]["kind"], "user");
+    EXPECT_EQ(shown["op"]["id"], id);
+    EXPECT_EQ(shown["op"]["body"]["name"], "poison") << shown.dump();
+
+    // Validated like a client write: an undeclared kind, a body that is not an object, a body on a
+    // delete and an unknown field are refused (exit 1), naming the field; nothing changes.
+    for (const auto& [field, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+             {"kind", "nobody"}, {"body", nlohmann::json::array({1})}, {"deleted", true}, {"colour", "red"}}) {
+        nlohmann::json bad = shown["op"];
+        bad[field] = value;
+        auto refused = cairn({"dead", "edit", shard_s, seq_s, "--op", bad.dump()});
+        EXPECT_EQ(refused.code, 1) << field << ": " << refused.out << refused.err;
+        EXPECT_NE((refused.out + refused.err).find(field), std::string::npos) << refused.out << refused.err;
+    }
+    EXPECT_EQ(cairn_json({"dead", "show", shard_s, seq_s})["op"]["body"]["name"], "poison");
+
+    nlohmann::json fixed = shown["op"];
+    fixed["body"]["name"] = "fixed";
+    auto edited = cairn_json({"dead", "edit", shard_s, seq_s, "--op", fixed.dump()});
+    EXPECT_EQ(edited["routed"], "in_place") << edited.dump();
+    EXPECT_EQ(edited["op"]["body"]["name"], "fixed") << edited.dump();
+    EXPECT_EQ(edited["op"]["ts"], shown["op"]["ts"]);
+    EXPECT_EQ(cairn_json({"dead", "reinject", shard_s, seq_s})["reinjected"], 1);
+    EXPECT_EQ(wait_trace(seq, "applied")["state"], "applied");
+    auto got = c.send(http::verb::get, "/v1/entities/user/" + id);
+    ASSERT_TRUE(got.has_value()) << got.error().message();
+    ASSERT_EQ(got.value().status, http::status::ok) << got.value().body;
+    const auto entity = nlohmann::json::parse(got.value().body);
+    EXPECT_EQ(entity["body"]["name"], "fixed") << got.value().body;
+    EXPECT_EQ(entity["body"]["age"], 7) << got.value().body;
 }
 
 TEST_F(cli, a_poison_op_can_be_dropped_only_with_confirmation) {
