@@ -117,7 +117,7 @@ core::result<std::chrono::nanoseconds> cairnd_child::wait_ready(std::chrono::mil
     while (std::chrono::steady_clock::now() < deadline) {
         if (!running()) return core::errc::shard_unavailable;
         auto r = http_get_sync("127.0.0.1", spec_.port, "/readyz", std::chrono::milliseconds(1000));
-        if (r && r.value().status == 200) return std::chrono::steady_clock::now() - spawned_at_;
+        if (r && r.value().status_code == 200) return std::chrono::steady_clock::now() - spawned_at_;
         std::this_thread::sleep_for(poll);
     }
     return core::errc::timeout;

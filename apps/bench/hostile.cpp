@@ -75,7 +75,7 @@ public:
         auto r = co_await conn.async_request(http::verb::get, target_);
         conn.close();
         if (!r) co_return r.error();
-        if (r.value().status != 200) co_return core::errc::bad_request;
+        if (r.value().status_code != 200) co_return core::errc::bad_request;
         co_return core::success();
     }
 
@@ -138,7 +138,7 @@ asio::awaitable<void> async_hoard(const bench_config& cfg, bool loris, std::shar
 
 double metric_value(const bench_config& cfg, std::string_view series) {
     auto r = http_get_sync(cfg.host, cfg.port, "/metrics", 5s);
-    if (!r || r.value().status != 200) return -1;
+    if (!r || r.value().status_code != 200) return -1;
     const std::string& text = r.value().body;
     const auto at = text.find(fmt::format("\n{} ", series));
     if (at == std::string::npos) return 0;

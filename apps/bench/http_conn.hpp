@@ -1,57 +1,36 @@
-// One keep-alive HTTP/1.1 client connection for cairn-bench, driven by coroutines on the
-// executor it was made with. One request at a time; owns its socket and buffers.
+// cairn-bench's HTTP connection: cairn's one client (client/http_connection.hpp) set up for load —
+// one keep-alive connection on the executor it was made with, JSON bodies, closed after a
+// transport error or a reply without keep-alive so that the next request connects again.
 #pragma once
 
-#include <utility>  // Boost 1.74's awaitable.hpp forgets it.
-
-#include "core/result.hpp"
-
-#include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/awaitable.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/message.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/verb.hpp>
+#include "client/http_connection.hpp"
 
 #include <chrono>
 #include <cstdint>
 #include <string>
-#include <string_view>
 
 namespace cairn::bench {
 
-struct http_result {
-    unsigned status = 0;
-    std::string body;
-};
+using http_result = client::http_reply;
 
-class http_conn {
+class http_conn : public client::http_connection {
 public:
     http_conn(boost::asio::any_io_executor ex, std::string host, std::uint16_t port,
-              std::chrono::milliseconds timeout = std::chrono::seconds(10));
-
-    // Connects (again, if open). Errors: those of Asio's connect, or beast timeout.
-    [[nodiscard]] boost::asio::awaitable<core::result<void>> async_connect();
-
-    // Sends one request and reads its reply within the timeout, reconnecting first if the
-    // connection is closed. `target` and `body` must stay valid until the awaitable completes.
-    // On any error the connection is closed (the next call reconnects).
-    [[nodiscard]] boost::asio::awaitable<core::result<http_result>> async_request(boost::beast::http::verb method,
-                                                                                  std::string_view target,
-                                                                                  std::string_view body = {});
-
-    bool is_open() const noexcept { return open_; }
-    void close() noexcept;
+              std::chrono::milliseconds timeout = std::chrono::seconds(10))
+        : http_connection(std::move(ex), options(std::move(host), port, timeout)) {}
 
 private:
-    std::string host_;
-    std::uint16_t port_;
-    std::chrono::milliseconds timeout_;
-    boost::beast::tcp_stream stream_;
-    boost::beast::flat_buffer buffer_;
-    boost::beast::http::request<boost::beast::http::string_body> req_;
-    bool open_ = false;
+    static client::connection_options options(std::string host, std::uint16_t port, std::chrono::milliseconds timeout) {
+        client::connection_options o;
+        o.host = std::move(host);
+        o.port = port;
+        o.timeout = timeout;
+        o.user_agent = "cairn-bench";
+        o.content_type = "application/json";
+        o.reply_bytes_max = 16 * 1024 * 1024;
+        o.auto_close = true;
+        return o;
+    }
 };
 
 }  // namespace cairn::bench

@@ -233,7 +233,7 @@ public:
         random_edge_writes(cfg_, rng_, body_);
         auto r = co_await conn_.async_request(http::verb::post, target_, body_);
         if (!r) co_return r.error();
-        if (r.value().status != 202) co_return error_of_status(r.value().status);
+        if (r.value().status_code != 202) co_return error_of_status(r.value().status_code);
         co_return core::success();
     }
 
@@ -409,7 +409,7 @@ public:
         fmt::format_to(std::back_inserter(target_), "/v1/graphs/{}/edges/{}/{}", graph_, s, s + get_destination_offset);
         auto r = co_await conn_.async_request(http::verb::get, target_);
         if (!r) co_return r.error();
-        if (r.value().status != 200) co_return error_of_status(r.value().status);
+        if (r.value().status_code != 200) co_return error_of_status(r.value().status_code);
         co_return core::success();
     }
 
@@ -578,7 +578,10 @@ public:
     asio::awaitable<core::result<http_result>> async_fetch(std::string_view target) {
         auto r = co_await conn_->async_get(target);
         if (!r) co_return r.error();
-        co_return http_result{r.value().first, std::move(r.value().second)};  // the answer frame holds the body
+        http_result out;  // the answer frame holds the body
+        out.status_code = r.value().first;
+        out.body = std::move(r.value().second);
+        co_return out;
     }
 
 private:
@@ -600,7 +603,7 @@ public:
         auto r = co_await conn_.async_fetch(target_);
         cursor_.clear();
         if (!r) co_return r.error();
-        if (r.value().status != 200) co_return error_of_status(r.value().status);
+        if (r.value().status_code != 200) co_return error_of_status(r.value().status_code);
         const std::string_view body = r.value().body;
         constexpr std::string_view key = R"("next_cursor":")";
         if (auto at = body.find(key); at != std::string_view::npos) {
@@ -699,7 +702,7 @@ public:
     asio::awaitable<core::result<void>> async_op(std::uint64_t) override {
         auto r = co_await conn_.async_fetch(target_);
         if (!r) co_return r.error();
-        if (r.value().status != 200) co_return error_of_status(r.value().status);
+        if (r.value().status_code != 200) co_return error_of_status(r.value().status_code);
         co_return core::success();
     }
 
@@ -826,7 +829,7 @@ core::result<void> write_backlog(std::uint16_t port, const std::string& graph, s
                     auto r = co_await conn->async_request(http::verb::post, target, body);
                     core::error_code ec;
                     if (!r) ec = r.error();
-                    else if (r.value().status != 202) ec = error_of_status(r.value().status);
+                    else if (r.value().status_code != 202) ec = error_of_status(r.value().status_code);
                     if (ec) {
                         std::lock_guard lock(mu);
                         if (!first_error) first_error = ec;
