@@ -1,5 +1,6 @@
 #include "tests/sim/memory_shard.hpp"
 
+#include "core/shard_map.hpp"
 #include "shards/model_dispatch.hpp"
 
 #include <fmt/format.h>
@@ -52,6 +53,20 @@ void memory_shard::apply_op(const core::op& o, const core::shard_map& map) {
     if (const auto* c = std::get_if<core::counter_op>(&o.body)) {
         auto& cell = counters_[counter_key_of(*c)];
         if (cell.op_ids.insert(o.op_id).second) cell.sum += c->delta;
+        return;
+    }
+    if (const auto* e = std::get_if<core::entity_op>(&o.body)) {
+        // As the real tables: the entity row on its id's shard and each index row on its value's
+        // shard, each replaced only by a greater ts, whatever order the ops arrive in.
+        if (map.shard_of_hash(core::hash_bytes(e->id)) == index_) {
+            auto& row = entities_[{e->entity_kind, e->id}];
+            if (o.ts > row.ts) row = {o.ts, e->deleted, e->body};
+        }
+        for (const auto& entry : e->entries) {
+            if (map.shard_of_hash(entry.shard_hash) != index_) continue;
+            auto& ts = index_rows_[{entry.index, entry.values, e->id}];
+            ts = std::max(ts, o.ts);
+        }
         return;
     }
     // Edge and node ops: the model keeps both rows of an edge; the simulator compares only the

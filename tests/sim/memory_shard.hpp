@@ -1,13 +1,15 @@
 // An in-memory shard behind the apply face (shards/apply_target.hpp), with faults drawn from a
 // seed: the simulation (tests/sim/simulator.hpp) gives it to the real apply worker in place of
 // MariaDB. It keeps the rows of the ops it applied (edges and node registers with the same
-// last-writer-wins rules as the real tables, counters deduplicated by op id) and a log of every
+// last-writer-wins rules as the real tables, entities and their index rows last-writer-wins by ts,
+// counters deduplicated by op id) and a log of every
 // apply, so the simulator can check what was applied, how often and when. Single-threaded: used
 // from the simulation's one io_context thread only.
 #pragma once
 
 #include <utility>  // Boost 1.74's awaitable.hpp forgets it.
 
+#include "core/indexes.hpp"
 #include "core/op.hpp"
 #include "shards/apply_target.hpp"
 #include "tests/support/edge_model.hpp"
@@ -35,6 +37,17 @@ struct fault_rates {
 
 // (metric, dimensions joined by '\x1f', hour)
 using counter_key = std::tuple<std::string, std::string, std::int64_t>;
+
+// An entity row: the write with the greatest ts wins (a tombstone too).
+struct entity_row {
+    std::uint64_t ts = 0;
+    bool deleted = false;
+    std::string body;
+    friend bool operator==(const entity_row&, const entity_row&) = default;
+};
+using entity_key = std::pair<std::string, std::string>;  // (kind, id)
+// An index row of an entity: (index, values, entity id) -> the greatest ts that wrote it.
+using index_row_key = std::tuple<std::string, std::vector<core::index_value>, std::string>;
 
 struct counter_cell {
     std::int64_t sum = 0;
@@ -70,6 +83,8 @@ public:
     // often) it was applied, then the effective states computed (core/edge_rules.hpp).
     test::edge_model edges() const { return test::edge_model::of(edge_applies_); }
     const std::map<counter_key, counter_cell>& counters() const noexcept { return counters_; }
+    const std::map<entity_key, entity_row>& entities() const noexcept { return entities_; }
+    const std::map<index_row_key, std::uint64_t>& index_rows() const noexcept { return index_rows_; }
     std::uint64_t statements() const noexcept { return statements_; }
 
     // Folds the op's rows that live on this shard into the state (what a successful statement does).
@@ -91,6 +106,8 @@ private:
     std::map<std::uint64_t, std::uint32_t> applies_;
     std::vector<core::op> edge_applies_;  // every apply of an edge or node op, in order
     std::map<counter_key, counter_cell> counters_;
+    std::map<entity_key, entity_row> entities_;
+    std::map<index_row_key, std::uint64_t> index_rows_;
     std::uint64_t statements_ = 0;
 };
 

@@ -4,6 +4,7 @@
 
 #include "core/assert.hpp"
 #include "core/hlc.hpp"
+#include "core/indexes.hpp"
 #include "core/limits.hpp"
 #include "core/metrics.hpp"
 #include "core/shard_map.hpp"
@@ -37,6 +38,7 @@ using namespace std::chrono_literals;
 
 constexpr std::uint64_t start_ms = 1'750'000'000'000;
 constexpr std::int64_t node_ids = 8;  // a small key space, so that ops collide on the same rows
+constexpr std::int64_t entity_ids = 6;  // the same for entities
 constexpr std::size_t drain_rounds_max = 400;
 
 core::limits sim_limits() {
@@ -60,6 +62,9 @@ std::string describe(const core::op& o) {
                 return fmt::format("node {} {}", b.node_id, core::node_action_name(b.action));
             } else if constexpr (std::is_same_v<T, core::counter_op>) {
                 return fmt::format("counter {}[{}] +{}", b.metric, b.dimensions.empty() ? "" : b.dimensions[0], b.delta);
+            } else if constexpr (std::is_same_v<T, core::entity_op>) {
+                return fmt::format("entity {} {}{} ({} index entries)", b.entity_kind, static_cast<int>(b.id.back()),
+                                   b.deleted ? " deleted" : "", b.entries.size());
             } else {
                 return std::string(core::model_name(T::kind));
             }
@@ -197,7 +202,7 @@ private:
     core::op random_op() {
         core::op o;
         o.ts = gw_.clock->now();
-        const auto kind = below(10);
+        const auto kind = below(12);
         if (kind < 6) {
             core::edge_op e;
             e.graph = "follows";
@@ -214,6 +219,21 @@ private:
             n.node_id = static_cast<std::int64_t>(below(node_ids));
             n.action = static_cast<core::node_action>(below(3));
             o.body = std::move(n);
+        } else if (kind >= 9) {
+            // An entity of a few ids (so that writes race), with the rows of two indexes (an
+            // integer and a string value, each routed by its own hash) unless it is a delete.
+            core::entity_op e;
+            e.entity_kind = "user";
+            e.id = std::string(15, '\0') + static_cast<char>(below(entity_ids));
+            e.deleted = chance(200);
+            if (!e.deleted) {
+                const auto city = static_cast<std::int64_t>(below(4));
+                const std::string name = fmt::format("name-{}", below(5));
+                e.body = fmt::format("city {} {}", city, name);
+                e.entries.push_back({"by_city", {core::index_value(city)}, core::index_value_hash(core::index_value(city))});
+                e.entries.push_back({"by_name", {core::index_value(name)}, core::index_value_hash(core::index_value(name))});
+            }
+            o.body = std::move(e);
         } else {
             core::counter_op c;
             const auto id = static_cast<std::int64_t>(below(node_ids));
@@ -270,6 +290,16 @@ private:
     void record_acked(std::uint64_t seq, const core::op& o) {
         std::uint32_t owners = 0;
         for (const auto s : shards::shards_of(o, map_)) owners |= 1u << s;
+        if (const auto* e = std::get_if<core::entity_op>(&o.body)) {
+            // Worked out here, not only by the routing under test: the entity's row on its id's
+            // shard, each index row on its value's shard. A route that forgot one fails here.
+            std::uint32_t want = 1u << map_.shard_of_hash(core::hash_bytes(e->id));
+            for (const auto& entry : e->entries) want |= 1u << map_.shard_of_hash(entry.shard_hash);
+            if (want != owners) {
+                fail(fmt::format("op {:x} ({}) routes to shards {:#x}, its rows live on {:#x}", o.op_id, describe(o),
+                                 owners, want));
+            }
+        }
         acked_[seq] = {o, owners};
         by_id_[o.op_id] = o;
         ++seqs_of_id_[o.op_id];
@@ -483,10 +513,23 @@ private:
             }
             std::vector<core::op> applied_edges;
             std::map<counter_key, std::int64_t> counters;
+            // Entities: the op with the greatest ts per entity (ts are unique), and per index row.
+            std::map<entity_key, const core::op*> newest;
+            std::map<index_row_key, std::uint64_t> want_index_rows;
             for (const auto& [id, n] : shard.applies()) {
                 const auto& o = by_id_.at(id);
                 if (const auto* c = std::get_if<core::counter_op>(&o.body)) {
                     counters[counter_key_of(*c)] += c->delta;
+                } else if (const auto* e = std::get_if<core::entity_op>(&o.body)) {
+                    if (map_.shard_of_hash(core::hash_bytes(e->id)) == s) {
+                        auto& best = newest[{e->entity_kind, e->id}];
+                        if (!best || best->ts < o.ts) best = &o;
+                    }
+                    for (const auto& entry : e->entries) {
+                        if (map_.shard_of_hash(entry.shard_hash) != s) continue;
+                        auto& ts = want_index_rows[{entry.index, entry.values, e->id}];
+                        ts = std::max(ts, o.ts);
+                    }
                 } else {
                     applied_edges.push_back(o);
                 }
@@ -519,6 +562,17 @@ private:
             std::map<counter_key, std::int64_t> got_counters;
             for (const auto& [k, cell] : shard.counters()) got_counters[k] = cell.sum;
             if (counters != got_counters) return fail(fmt::format("convergence: shard {}'s counters differ from the model", s));
+            std::map<entity_key, entity_row> want_entities;
+            for (const auto& [k, o] : newest) {
+                const auto& e = std::get<core::entity_op>(o->body);
+                want_entities[k] = {o->ts, e.deleted, e.body};
+            }
+            if (want_entities != shard.entities()) {
+                return fail(fmt::format("convergence: shard {}'s entity rows differ from the model", s));
+            }
+            if (want_index_rows != shard.index_rows()) {
+                return fail(fmt::format("convergence: shard {}'s entity index rows differ from the model", s));
+            }
         }
         trace("converged");
     }
