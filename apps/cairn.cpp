@@ -116,7 +116,7 @@ int cmd_dead_ls(const settings& s, const dead_filter_args& f, unsigned limit, co
     std::vector<std::vector<std::string>> rows;
     for (const auto& d : page["dead"]) {
         rows.push_back({str(d["shard"]), str(d["seq"]), str(d["attempts"]), duration_text(d["age_s"].get<std::uint64_t>() * 1000),
-                        edge_text(d["op"]), cut(str(d["last_error"]), 70)});
+                        op_text(d["op"]), cut(str(d["last_error"]), 70)});
     }
     if (rows.empty()) {
         std::cout << "no dead letters" << (f.any() ? " match" : "") << "\n";
@@ -301,7 +301,7 @@ int cmd_errors_ls(const settings& s, std::optional<unsigned> shard, unsigned lim
     std::vector<std::vector<std::string>> rows;
     for (const auto& t : r["errors"]) {
         rows.push_back({str(t["shard"]), str(t["seq"]), str(t["attempts"]), duration_text(t["due_in_ms"].get<std::uint64_t>()),
-                        edge_text(t["op"]), cut(str(t["last_error"]), 70)});
+                        op_text(t["op"]), cut(str(t["last_error"]), 70)});
     }
     if (rows.empty()) {
         std::cout << "the error queue is empty\n";
@@ -353,7 +353,7 @@ int cmd_trace(const settings& s, std::uint64_t seq) {
     }
     std::cout << fmt::format("seq {}: {}{}\n", seq, str(r["state"]),
                              r["in_journal"].get<bool>() ? "" : " (retired from the journal after every shard applied it)");
-    if (!r["op"].is_null()) std::cout << fmt::format("op {}  id {}\n", edge_text(r["op"]), str(r["op_id"]));
+    if (!r["op"].is_null()) std::cout << fmt::format("op {}  id {}\n", op_text(r["op"]), str(r["op_id"]));
     std::vector<std::vector<std::string>> rows;
     for (const auto& sh : r["shards"]) {
         std::string detail;
@@ -361,9 +361,16 @@ int cmd_trace(const settings& s, std::uint64_t seq) {
             detail = fmt::format("attempts {}: {}", str(sh["attempts"]), cut(str(sh["last_error"]), 70));
         }
         if (sh.contains("due_in_ms")) detail += fmt::format(" (next try in {})", duration_text(sh["due_in_ms"].get<std::uint64_t>()));
+        if (sh.contains("replaced_by")) {
+            detail += fmt::format("edited and journaled again as seq {}", str(sh["replaced_by"]));
+        } else if (sh.contains("edited_ms")) {
+            detail += detail.empty() ? "edited" : " (edited)";
+        }
         rows.push_back({str(sh["shard"]), str(sh["state"]), str(sh["cursor"]), detail});
     }
     print_table({"SHARD", "STATE", "CURSOR", "DETAIL"}, rows);
+    if (r.contains("journaled_op")) std::cout << fmt::format("journaled as {}\n", op_text(r["journaled_op"]));
+    if (r.contains("replaced_by")) std::cout << fmt::format("follow it with: cairn trace {}\n", str(r["replaced_by"]));
     return exit_ok;
 }
 

@@ -64,7 +64,7 @@ using request = std::variant<append_req, outcome_req>;
 std::size_t weight(const request& r) {
     if (const auto* a = std::get_if<append_req>(&r)) return a->ops.size();
     const auto& o = std::get<outcome_req>(r).outcome;
-    return 1 + o.put_errors.size() + o.remove_errors.size() + o.put_dead.size() + o.remove_dead.size();
+    return 1 + o.put_errors.size() + o.remove_errors.size() + o.put_dead.size() + o.remove_dead.size() + o.put_edits.size();
 }
 
 template <class F, class... Args>
@@ -114,7 +114,7 @@ struct journal::impl {
     detail::env env;
     int lock_fd = -1;
     struct {
-        MDB_dbi ops = 0, cursors = 0, errors = 0, dead = 0, idem = 0, idem_time = 0, meta = 0;
+        MDB_dbi ops = 0, cursors = 0, errors = 0, dead = 0, idem = 0, idem_time = 0, meta = 0, edits = 0;
     } db;
 
     // Shared between callers and the writer, under mu.
@@ -158,7 +158,7 @@ struct journal::impl {
     }
 
     std::array<MDB_dbi, detail::dbs_used> all_dbis() const {
-        return {db.ops, db.cursors, db.errors, db.dead, db.idem, db.idem_time, db.meta};
+        return {db.ops, db.cursors, db.errors, db.dead, db.idem, db.idem_time, db.meta, db.edits};
     }
 
     void update_min_cursor() {
@@ -420,6 +420,10 @@ struct journal::impl {
             const int rc = t.put(db.dead, view(detail::dead_key(d.task.shard, d.task.seq)), detail::encode_dead(d));
             if (rc != 0) return rc;
         }
+        for (const auto& e : o.put_edits) {
+            const int rc = t.put(db.edits, view(detail::dead_key(e.shard, e.seq)), detail::encode_edit(e));
+            if (rc != 0) return rc;
+        }
         if (o.cursor) {
             const auto key = detail::cursor_key(o.shard);
             std::string_view current_bytes;
@@ -523,8 +527,28 @@ struct journal::impl {
             }
         }
         if (rc == MDB_NOTFOUND) rc = 0;
+        // Edits (operator actions, few): those older than the retention, in key order.
+        std::size_t edits_deleted = 0;
+        if (rc == 0) {
+            detail::cursor c;
+            rc = c.open(t, db.edits);
+            std::string_view k;
+            std::string_view v;
+            if (rc == 0) rc = c.get(k, v, MDB_FIRST);
+            while (rc == 0 && budget > 0) {
+                auto e = detail::decode_edit(std::span(v.data(), v.size()));
+                if (!e || old(e.value().edited_ms)) {
+                    if (rc = c.del(); rc != 0) break;
+                    ++edits_deleted;
+                    --budget;
+                }
+                // After a delete the cursor stands on the next record; MDB_NEXT returns it.
+                rc = c.get(k, v, MDB_NEXT);
+            }
+        }
+        if (rc == MDB_NOTFOUND) rc = 0;
         retention_more = budget == 0;
-        if (rc == 0 && ops_deleted + keys_deleted == 0) return;  // t aborts: nothing to commit
+        if (rc == 0 && ops_deleted + keys_deleted + edits_deleted == 0) return;  // t aborts: nothing to commit
         if (rc == 0) rc = t.commit();
         if (is_full(rc)) {
             spdlog::error("journal {}: retention could not commit: the map is full", opts.path);
@@ -596,7 +620,7 @@ core::result<std::unique_ptr<journal>> journal::open(options opts, core::hlc& cl
     for (auto [name, out] : {std::pair{detail::db_ops, &p->db.ops}, std::pair{detail::db_cursors, &p->db.cursors},
                              std::pair{detail::db_errors, &p->db.errors}, std::pair{detail::db_dead, &p->db.dead},
                              std::pair{detail::db_idem, &p->db.idem}, std::pair{detail::db_idem_time, &p->db.idem_time},
-                             std::pair{detail::db_meta, &p->db.meta}}) {
+                             std::pair{detail::db_meta, &p->db.meta}, std::pair{detail::db_edits, &p->db.edits}}) {
         if (int rc = open_db(name, *out); rc != 0) return detail::lmdb_error(rc);
     }
     // meta: a fresh journal stores its node id and format; an existing one must match them.
@@ -950,6 +974,19 @@ core::result<dead_letter> journal::get_dead(std::uint32_t shard, std::uint64_t s
     if (!d) return d.error();
     if (d.value().task.shard != shard || d.value().task.seq != seq) return core::errc::journal_corrupt;
     return std::move(d.value());
+}
+
+core::result<op_edit> journal::get_edit(std::uint32_t shard, std::uint64_t seq) const {
+    auto t = detail::txn::begin_read(impl_->env);
+    if (!t) return t.error();
+    std::string_view v;
+    const int rc = t.value().get(impl_->db.edits, view(detail::dead_key(shard, seq)), v);
+    if (rc == MDB_NOTFOUND) return core::errc::not_found;
+    if (rc != 0) return detail::lmdb_error(rc);
+    auto e = detail::decode_edit(std::span(v.data(), v.size()));
+    if (!e) return e.error();
+    if (e.value().shard != shard || e.value().seq != seq) return core::errc::journal_corrupt;
+    return std::move(e.value());
 }
 
 core::result<std::vector<error_task>> journal::list_errors(std::optional<std::uint32_t> shard,

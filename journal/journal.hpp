@@ -65,6 +65,19 @@ struct dead_letter {
     friend bool operator==(const dead_letter&, const dead_letter&) = default;
 };
 
+// An operator's edit of a dead letter's op (the admin API): kept beside the journal's own record of
+// the op, so that a trace shows the op that was applied after an in-place edit, and where an edit
+// that was journaled again as a new write went. Key: shard, seq (of the dead letter).
+struct op_edit {
+    std::uint32_t shard = 0;
+    std::uint64_t seq = 0;
+    std::uint64_t edited_ms = 0;
+    std::uint64_t new_seq = 0;  // 0: edited in place; else the seq of the new write that replaced it
+    std::string op_bytes;       // the edited op (core::encode_op)
+
+    friend bool operator==(const op_edit&, const op_edit&) = default;
+};
+
 // What an apply worker commits, atomically in one transaction. Order inside the transaction:
 // remove_errors, put_errors, remove_dead, put_dead, cursor; so a task may be removed and put
 // again under the same key in one outcome.
@@ -75,6 +88,7 @@ struct apply_outcome {
     std::vector<error_task> remove_errors;  // entries to delete (matched by shard, due_ms, seq); absent ones are ignored
     std::vector<dead_letter> put_dead;      // key: shard, seq
     std::vector<dead_letter> remove_dead;   // matched by shard, seq (the CLI re-injects a dead letter); absent ones are ignored
+    std::vector<op_edit> put_edits;         // key: shard, seq; replaces an earlier edit of the same key
 };
 
 // The outcome that re-injects dead letters of one shard (all of `letters` must be of `shard`): each
@@ -173,6 +187,9 @@ public:
                                                                         std::size_t max) const;
     // The dead letter of seq on shard; errc::not_found.
     [[nodiscard]] core::result<dead_letter> get_dead(std::uint32_t shard, std::uint64_t seq) const;
+    // The latest edit of seq's op on shard; errc::not_found. Edits are kept for the retention
+    // period (from when they were made), like applied ops.
+    [[nodiscard]] core::result<op_edit> get_edit(std::uint32_t shard, std::uint64_t seq) const;
     // Error tasks in (shard, due_ms, seq) order, due or not, at most max; only shard's when it is
     // given, only those of seq when it is given (that filter scans the queue; it is for tracing).
     [[nodiscard]] core::result<std::vector<error_task>> list_errors(std::optional<std::uint32_t> shard,

@@ -456,6 +456,7 @@ asio::awaitable<response> async_edit_dead(gateway& gw, route_context& ctx) {
         journal::apply_outcome outcome;
         outcome.shard = key->first;
         outcome.remove_dead.push_back(d.value());
+        outcome.put_edits.push_back({key->first, key->second, now_ms(), appended.value().last_seq, core::encode_op(edited)});
         auto committed = co_await shards::async_commit_outcome(gw.journal, std::move(outcome));
         if (!committed) co_return journal_problem(req, committed.error());
         spdlog::info("admin: dead letter shard {} seq {} edited and journaled again as seq {} (rows on shards {}): {} -> {}",
@@ -476,6 +477,7 @@ asio::awaitable<response> async_edit_dead(gateway& gw, route_context& ctx) {
     outcome.shard = key->first;
     outcome.remove_dead.push_back(d.value());
     outcome.put_dead.push_back(updated);
+    outcome.put_edits.push_back({key->first, key->second, now_ms(), 0, updated.task.op_bytes});
     auto committed = co_await shards::async_commit_outcome(gw.journal, std::move(outcome));
     if (!committed) co_return journal_problem(req, committed.error());
     spdlog::info("admin: dead letter shard {} seq {} edited: {} -> {}", key->first, key->second,
@@ -715,6 +717,23 @@ response trace(gateway& gw, route_context& ctx) {
             return journal_problem(req, d.error());
         }
     }
+    // Edits of this seq's op (journal::op_edit): in place, the edited op is what a shard applied once
+    // the letter left the queues; journaled again, the seq was replaced on that shard by a new write.
+    std::vector<std::optional<journal::op_edit>> edits(gw.shards.size());
+    std::optional<std::uint64_t> replaced_by;
+    for (std::size_t i = 0; i < gw.shards.size(); ++i) {
+        auto e = gw.journal.get_edit(static_cast<std::uint32_t>(i), *seq);
+        if (e) {
+            if (e.value().new_seq != 0) {
+                replaced_by = e.value().new_seq;
+            } else if (!pending) {
+                pending = decode(e.value().op_bytes);
+            }
+            edits[i] = std::move(e.value());
+        } else if (e.error() != core::errc::not_found) {
+            return journal_problem(req, e.error());
+        }
+    }
     if (pending) {
         if (op && !(*op == *pending)) out["journaled_op"] = op_json(gw, *op);
         op = std::move(pending);
@@ -738,6 +757,10 @@ response trace(gateway& gw, route_context& ctx) {
         for (const auto& t : errors.value()) {
             if (t.shard == i) queued = &t;
         }
+        if (edits[i]) {
+            s["edited_ms"] = edits[i]->edited_ms;
+            if (edits[i]->new_seq != 0) s["replaced_by"] = edits[i]->new_seq;
+        }
         if (dead[i]) {
             s["state"] = "dead";
             s["attempts"] = dead[i]->task.attempts;
@@ -751,6 +774,8 @@ response trace(gateway& gw, route_context& ctx) {
             s["due_ms"] = queued->due_ms;
             s["due_in_ms"] = queued->due_ms > now ? queued->due_ms - now : 0;
             any_error = true;
+        } else if (edits[i] && edits[i]->new_seq != 0) {
+            s["state"] = "replaced";  // its op was edited and journaled again as replaced_by
         } else if (op && !involved.contains(static_cast<core::shard_index>(i))) {
             s["state"] = "not_involved";
         } else if (cursor >= *seq) {
@@ -762,7 +787,8 @@ response trace(gateway& gw, route_context& ctx) {
         shards.push_back(std::move(s));
     }
     out["shards"] = shards;
-    out["state"] = any_dead ? "dead" : any_error ? "error_queue" : all_applied ? "applied" : "journaled";
+    out["state"] = any_dead ? "dead" : any_error ? "error_queue" : replaced_by ? "replaced" : all_applied ? "applied" : "journaled";
+    if (replaced_by) out["replaced_by"] = *replaced_by;
     return answer(req, out);
 }
 

@@ -148,10 +148,16 @@ std::string bytes_text(double b) {
     return fmt::format("{:.1f} {}", b, units[u]);
 }
 
-std::string edge_text(const json& op) {
+std::string op_text(const json& op) {
     if (!op.is_object()) return "(undecodable op)";
-    return fmt::format("{} {}->{} {} pos {}", op.value("graph", std::string("?")), str(op["source_id"]),
-                       str(op["destination_id"]), str(op["state"]), str(op["position"]));
+    const auto f = [&](const char* key) { return op.contains(key) ? str(op[key]) : std::string("?"); };
+    const std::string model = op.contains("model") ? str(op["model"]) : std::string("edge");
+    if (model == "node") return fmt::format("{} node {} {}", f("graph"), f("node_id"), f("action"));
+    if (model == "counter") return fmt::format("counter {} {} delta {}", f("metric"), f("dimensions"), f("delta"));
+    if (model == "cell") return fmt::format("cell {} row {} {} ref {}", f("table"), f("row_key"), f("column"), f("ref_key"));
+    if (model == "entity") return fmt::format("entity {} {}{}", f("kind"), f("id"), f("deleted") == "yes" ? " deleted" : "");
+    if (model == "index") return fmt::format("index {}{}", f("name"), f("dropped") == "yes" ? " dropped" : "");
+    return fmt::format("{} {}->{} {} pos {}", f("graph"), f("source_id"), f("destination_id"), f("state"), f("position"));
 }
 
 // "90", "90s", "15m", "2h", "1d" as seconds.

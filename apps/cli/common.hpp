@@ -69,7 +69,7 @@ std::string str(const json& v);  // a JSON value as table text ("-" for null, ye
 std::string cut(std::string s, std::size_t n);
 std::string duration_text(std::uint64_t ms);
 std::string bytes_text(double b);
-std::string edge_text(const json& op);
+std::string op_text(const json& op);
 
 // A progress line on stderr: redrawn in place on a terminal, a plain line every 2 s otherwise.
 class progress {

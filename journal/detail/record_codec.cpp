@@ -127,6 +127,44 @@ core::result<dead_letter> decode_dead(std::span<const char> bytes) {
     }
 }
 
+std::string encode_edit(const op_edit& e) {
+    std::string out;
+    string_writer w{out};
+    packer pk(w);
+    pk.pack_array(edit_record_fields);
+    pk.pack(edit_format_version);
+    pk.pack(e.shard);
+    pk.pack(e.seq);
+    pk.pack(e.edited_ms);
+    pk.pack(e.new_seq);
+    pk.pack_bin(static_cast<std::uint32_t>(e.op_bytes.size()));
+    pk.pack_bin_body(e.op_bytes.data(), static_cast<std::uint32_t>(e.op_bytes.size()));
+    return out;
+}
+
+core::result<op_edit> decode_edit(std::span<const char> bytes) {
+    try {
+        auto oh = unpack_bounded(bytes, edit_record_fields);
+        const msgpack::object& obj = oh.get();
+        if (obj.type != msgpack::type::ARRAY || obj.via.array.size != edit_record_fields) {
+            return core::errc::journal_corrupt;
+        }
+        const msgpack::object* f = obj.via.array.ptr;
+        if (f[0].as<std::uint8_t>() != edit_format_version || f[5].type != msgpack::type::BIN) {
+            return core::errc::journal_corrupt;
+        }
+        op_edit e;
+        e.shard = f[1].as<std::uint32_t>();
+        e.seq = f[2].as<std::uint64_t>();
+        e.edited_ms = f[3].as<std::uint64_t>();
+        e.new_seq = f[4].as<std::uint64_t>();
+        e.op_bytes.assign(f[5].via.bin.ptr, f[5].via.bin.size);
+        return e;
+    } catch (const std::exception&) {
+        return core::errc::journal_corrupt;
+    }
+}
+
 std::string encode_idem(const appended& a, std::uint64_t wall_ms) {
     CAIRN_ASSERT(a.ts.size() == a.op_ids.size());
     std::string out;

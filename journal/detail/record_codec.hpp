@@ -16,12 +16,17 @@ inline constexpr std::uint8_t idem_format_version = 1;
 inline constexpr std::uint32_t task_record_fields = 8;   // [version, shard, seq, due_ms, attempts, first_failed_ms, errors, op_bytes]
 inline constexpr std::uint32_t dead_record_fields = 9;   // the task's fields, then died_ms
 inline constexpr std::uint32_t idem_record_fields = 6;   // [version, wall_ms, first_seq, last_seq, ts[], op_ids[]]
+inline constexpr std::uint8_t edit_format_version = 1;
+inline constexpr std::uint32_t edit_record_fields = 6;   // [version, shard, seq, edited_ms, new_seq, op_bytes]
 
 std::string encode_task(const error_task& t);
 [[nodiscard]] core::result<error_task> decode_task(std::span<const char> bytes);
 
 std::string encode_dead(const dead_letter& d);
 [[nodiscard]] core::result<dead_letter> decode_dead(std::span<const char> bytes);
+
+std::string encode_edit(const op_edit& e);
+[[nodiscard]] core::result<op_edit> decode_edit(std::span<const char> bytes);
 
 struct idem_entry {
     appended result;

@@ -24,7 +24,8 @@ inline constexpr const char* db_dead = "dead";
 inline constexpr const char* db_idem = "idem";
 inline constexpr const char* db_idem_time = "idem_time";
 inline constexpr const char* db_meta = "meta";
-inline constexpr unsigned dbs_used = 7;
+inline constexpr const char* db_edits = "edits";  // added after format 1 was first released: created at open
+inline constexpr unsigned dbs_used = 8;
 static_assert(dbs_used <= dbs_max);
 
 // meta keys; every value is a big-endian u64.
@@ -43,6 +44,7 @@ inline constexpr std::size_t cursor_key_bytes = shard_bytes;                    
 inline constexpr std::size_t cursor_value_bytes = seq_bytes;                       // applied-through seq
 inline constexpr std::size_t errors_key_bytes = shard_bytes + ms_bytes + seq_bytes;  // shard, due_ms, seq
 inline constexpr std::size_t dead_key_bytes = shard_bytes + seq_bytes;             // shard, seq
+inline constexpr std::size_t edit_key_bytes = shard_bytes + seq_bytes;             // shard, seq (as dead)
 inline constexpr std::size_t idem_key_bytes_max = 200;
 inline constexpr std::size_t idem_time_key_bytes_max = ms_bytes + idem_key_bytes_max;  // wall ms, idem key
 inline constexpr std::size_t meta_value_bytes = 8;

@@ -167,6 +167,13 @@ TEST_F(cli, a_dead_letter_is_shown_edited_reinjected_and_applied) {
     cairn_json({"apply", "resume", "--shard", shard_s});
     auto applied = wait_trace(seq, "applied");
     EXPECT_EQ(applied["state"], "applied") << applied.dump();
+    // Applied, trace still shows the op the shard applied (the edit), beside the journaled one.
+    EXPECT_EQ(applied["op"]["position"], 667) << applied.dump();
+    EXPECT_EQ(applied["journaled_op"]["position"], 666) << applied.dump();
+    EXPECT_TRUE(applied["shards"][shard].contains("edited_ms")) << applied.dump();
+    auto applied_table = cairn({"trace", seq_s});
+    EXPECT_NE(applied_table.out.find("pos 667"), std::string::npos) << applied_table.out;
+    EXPECT_NE(applied_table.out.find("journaled as follows"), std::string::npos) << applied_table.out;
     auto edge = http_get(cairnd_->port(), fmt::format("/v1/graphs/follows/edges/{0}/{0}", c));
     ASSERT_TRUE(edge);
     ASSERT_EQ(edge->status, 200) << edge->body;
@@ -212,6 +219,13 @@ TEST_F(cli, an_edited_dead_edge_with_ends_on_two_shards_lands_on_both) {
     const auto new_seq = edited["seq"].get<std::uint64_t>();
     EXPECT_GT(new_seq, seq);
     EXPECT_EQ(wait_trace(new_seq, "applied")["state"], "applied");
+    // The old seq says where its op went: replaced on shard 0 by the new write.
+    auto old_trace = cairn_json({"trace", seq_s});
+    EXPECT_EQ(old_trace["state"], "replaced") << old_trace.dump();
+    EXPECT_EQ(old_trace["replaced_by"], new_seq) << old_trace.dump();
+    EXPECT_EQ(old_trace["shards"][0]["state"], "replaced") << old_trace.dump();
+    EXPECT_EQ(old_trace["shards"][0]["replaced_by"], new_seq) << old_trace.dump();
+    EXPECT_NE(cairn({"trace", seq_s}).out.find(fmt::format("cairn trace {}", new_seq)), std::string::npos);
     // Both halves: the forward row (on a's shard) and the backward row (on b's).
     auto edge = http_get(cairnd_->port(), fmt::format("/v1/graphs/follows/edges/{}/{}", a, b));
     ASSERT_TRUE(edge && edge->status == 200) << (edge ? edge->body : "no answer");

@@ -464,6 +464,42 @@ TEST(journal, outcome_errors_and_dead_letters_round_trip) {
     EXPECT_EQ(j->get_stats().error_count, 4u);
 }
 
+// An operator's edits of dead letters' ops (the admin API) are kept per (shard, seq): the latest
+// replaces an earlier one, they survive a reopen and go with the retention, like applied ops.
+TEST(journal, edits_are_kept_per_shard_and_seq_survive_a_reopen_and_expire_with_the_retention) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    auto o = test::test_options(dir.path(), wall);
+    o.shard_count = 2;
+    o.retention = std::chrono::seconds(60);
+    {
+        auto j = std::move(journal::open(o, clock).value());
+        ASSERT_TRUE(append_sync(*j, make_ops(3, clock)));
+        EXPECT_EQ(j->get_edit(1, 2).error(), core::errc::not_found);
+        apply_outcome edit;
+        edit.shard = 1;
+        edit.put_edits = {op_edit{1, 2, wall.now(), 0, "in place"}, op_edit{1, 3, wall.now(), 9, "moved"}};
+        ASSERT_TRUE(commit_sync(*j, edit));
+        EXPECT_EQ(j->get_edit(1, 2).value(), (op_edit{1, 2, wall.now(), 0, "in place"}));
+        EXPECT_EQ(j->get_edit(0, 2).error(), core::errc::not_found);  // another shard's letter of the same seq
+        apply_outcome again;
+        again.shard = 1;
+        again.put_edits = {op_edit{1, 2, wall.now() + 5, 0, "edited twice"}};
+        ASSERT_TRUE(commit_sync(*j, again));
+        EXPECT_EQ(j->get_edit(1, 2).value().op_bytes, "edited twice");
+    }
+    auto j = std::move(journal::open(o, clock).value());
+    EXPECT_EQ(j->get_edit(1, 3).value(), (op_edit{1, 3, wall.now(), 9, "moved"}));
+    wall.advance(59'000);
+    ASSERT_TRUE(append_sync(*j, make_ops(1, clock)));  // retention runs before each group
+    EXPECT_TRUE(j->get_edit(1, 3));
+    wall.advance(2'000);
+    ASSERT_TRUE(append_sync(*j, make_ops(1, clock)));
+    EXPECT_EQ(j->get_edit(1, 3).error(), core::errc::not_found);
+    EXPECT_EQ(j->get_edit(1, 2).error(), core::errc::not_found);
+}
+
 TEST(journal, outcomes_for_unknown_shards_or_foreign_tasks_are_refused) {
     test::temp_dir dir;
     test::manual_wall wall;

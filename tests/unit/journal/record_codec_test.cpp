@@ -1,4 +1,4 @@
-// The journal's own record encodings (error tasks, dead letters, idempotency entries) and key
+// The journal's own record encodings (error tasks, dead letters, idempotency entries, edits) and key
 // layouts: round trips, bounds, and garbage that must decode to errc::journal_corrupt.
 #include "journal/detail/record_codec.hpp"
 
@@ -51,13 +51,21 @@ RC_GTEST_PROP(record_codec, idem_entry_round_trips, (std::uint64_t first, std::u
     RC_ASSERT(e.value().wall_ms == wall);
 }
 
+RC_GTEST_PROP(record_codec, edit_round_trips, (std::uint32_t shard, std::uint64_t seq, std::uint64_t edited, std::uint64_t moved)) {
+    const op_edit e{shard, seq, edited, moved, *rc::gen::container<std::string>(rc::gen::arbitrary<char>())};
+    RC_ASSERT(decode_edit(encode_edit(e)).value() == e);
+    RC_ASSERT(!decode_dead(encode_edit(e)));
+    RC_ASSERT(!decode_task(encode_edit(e)));
+}
+
 // A record changed in one byte, cut, or grown decodes to journal_corrupt, or to a value that is
 // stable: its encoding decodes to itself again (msgpack may spell one number in several widths,
 // so the bytes themselves need not be the same; the value is what the journal trusts).
 RC_GTEST_PROP(record_codec, mutated_records_fail_cleanly_or_decode_to_a_stable_value, ()) {
     auto t = *gen_task();
     bound_history(t);
-    std::string bytes = *rc::gen::element(encode_task(t), encode_dead(dead_letter{t, 7}));
+    std::string bytes =
+        *rc::gen::element(encode_task(t), encode_dead(dead_letter{t, 7}), encode_edit(op_edit{t.shard, t.seq, 9, 3, t.op_bytes}));
     const auto at = *rc::gen::inRange<std::size_t>(0, bytes.size());
     switch (*rc::gen::inRange(0, 3)) {
         case 0: bytes[at] = *rc::gen::arbitrary<char>(); break;
@@ -75,12 +83,18 @@ RC_GTEST_PROP(record_codec, mutated_records_fail_cleanly_or_decode_to_a_stable_v
     } else {
         RC_ASSERT(dead.error() == core::errc::journal_corrupt);
     }
+    if (auto edit = decode_edit(s)) {
+        RC_ASSERT(decode_edit(encode_edit(edit.value())).value() == edit.value());
+    } else {
+        RC_ASSERT(edit.error() == core::errc::journal_corrupt);
+    }
 }
 
 RC_GTEST_PROP(record_codec, garbage_never_throws, (std::string bytes)) {
     const std::span<const char> s(bytes.data(), bytes.size());
     auto error_of = [](const auto& r) { return r ? core::error_code{} : r.error(); };
-    for (const auto& ec : {error_of(decode_task(s)), error_of(decode_dead(s)), error_of(decode_idem(s))}) {
+    for (const auto& ec :
+         {error_of(decode_task(s)), error_of(decode_dead(s)), error_of(decode_idem(s)), error_of(decode_edit(s))}) {
         RC_ASSERT(!ec || ec == core::errc::journal_corrupt);
     }
 }
