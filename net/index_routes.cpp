@@ -4,6 +4,7 @@
 // column). See docs/api.md, docs/entities.md and docs/cells.md.
 #include <utility>  // Boost 1.74's awaitable.hpp forgets it.
 
+#include "core/index_cursor.hpp"
 #include "core/page_cursor.hpp"
 #include "indexing/cleaner.hpp"
 #include "indexing/index_registry.hpp"
@@ -302,72 +303,18 @@ asio::awaitable<response> async_drop_index(gateway& gw, route_context& ctx) {
 
 constexpr std::string_view range_ops[] = {"gte", "gt", "lte", "lt"};
 
-// The opaque cursor of a query page: hex of msgpack [values..., entity id] of the last row read,
-// then 12 hex digits of core::cursor_check binding it to the query (scope: the index and its
-// conditions), so that a cursor of another query or a changed one is refused.
-constexpr std::size_t cursor_check_hex = 2 * core::cursor_check_bytes;
-
+// The opaque cursor of a query page (core/index_cursor.hpp): the last row's key, bound to the query.
 std::string encode_cursor(const shards::index_row& row, std::string_view scope) {
-    msgpack::sbuffer buf;
-    msgpack::packer<msgpack::sbuffer> pk(buf);
-    pk.pack_array(static_cast<std::uint32_t>(row.values.size() + 1));
-    for (const auto& v : row.values) {
-        if (const auto* i = std::get_if<std::int64_t>(&v)) {
-            pk.pack(*i);
-        } else {
-            const auto& b = std::get<std::string>(v);
-            pk.pack_bin(static_cast<std::uint32_t>(b.size()));
-            pk.pack_bin_body(b.data(), static_cast<std::uint32_t>(b.size()));
-        }
-    }
-    pk.pack_bin(static_cast<std::uint32_t>(row.entity_id.size()));
-    pk.pack_bin_body(row.entity_id.data(), static_cast<std::uint32_t>(row.entity_id.size()));
-    std::string out;
-    for (unsigned char c : std::string_view(buf.data(), buf.size())) out += fmt::format("{:02x}", c);
-    fmt::format_to(std::back_inserter(out), "{:012x}", core::cursor_check(scope, std::string_view(buf.data(), buf.size())));
-    return out;
+    return core::encode_index_cursor({row.values, row.entity_id}, scope);
 }
 
 std::optional<shards::index_row> decode_cursor(const core::index_def& def, std::string_view text, std::string_view scope) {
-    if (text.size() <= cursor_check_hex || text.size() % 2 != 0 || text.size() > 2048) return std::nullopt;
-    const std::string_view hex = text.substr(0, text.size() - cursor_check_hex);
-    // Lowercase only, as written: one cursor, one spelling.
-    if (text.find_first_not_of("0123456789abcdef") != std::string_view::npos) return std::nullopt;
-    std::string bytes;
-    for (std::size_t i = 0; i < hex.size(); i += 2) {
-        unsigned v = 0;
-        auto [ptr, ec] = std::from_chars(hex.data() + i, hex.data() + i + 2, v, 16);
-        if (ec != std::errc() || ptr != hex.data() + i + 2) return std::nullopt;
-        bytes += static_cast<char>(v);
-    }
-    if (fmt::format("{:012x}", core::cursor_check(scope, bytes)) != text.substr(hex.size())) return std::nullopt;
-    try {
-        const msgpack::unpack_limit limit(8, 0, 0, 1024, 0, 2);
-        std::size_t offset = 0;
-        auto oh = msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr, nullptr, limit);
-        const auto& o = oh.get();
-        if (offset != bytes.size() || o.type != msgpack::type::ARRAY || o.via.array.size != def.properties.size() + 1) {
-            return std::nullopt;
-        }
-        shards::index_row row;
-        for (std::size_t i = 0; i < def.properties.size(); ++i) {
-            const auto& v = o.via.array.ptr[i];
-            const auto t = def.properties[i].type;
-            if (t == core::index_value_type::integer || t == core::index_value_type::boolean) {
-                if (v.type != msgpack::type::POSITIVE_INTEGER && v.type != msgpack::type::NEGATIVE_INTEGER) return std::nullopt;
-                row.values.emplace_back(v.as<std::int64_t>());
-            } else {
-                if (v.type != msgpack::type::BIN) return std::nullopt;
-                row.values.emplace_back(std::string(v.via.bin.ptr, v.via.bin.size));
-            }
-        }
-        const auto& id = o.via.array.ptr[def.properties.size()];
-        if (id.type != msgpack::type::BIN || id.via.bin.size != 16) return std::nullopt;
-        row.entity_id.assign(id.via.bin.ptr, id.via.bin.size);
-        return row;
-    } catch (const std::exception&) {
-        return std::nullopt;
-    }
+    auto c = core::decode_index_cursor(def, text, scope);
+    if (!c) return std::nullopt;
+    shards::index_row row;
+    row.values = std::move(c->values);
+    row.entity_id = std::move(c->object_id);
+    return row;
 }
 
 bool key_less(const shards::index_row& a, const shards::index_row& b) {
