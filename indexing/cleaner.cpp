@@ -1,5 +1,6 @@
 #include "indexing/cleaner.hpp"
 
+#include "core/codec.hpp"
 #include "core/hlc.hpp"
 #include "core/log_task_end.hpp"
 #include "core/shard_map.hpp"
@@ -29,6 +30,8 @@ namespace asio = boost::asio;
 
 constexpr std::size_t page_rows = 500;
 constexpr std::size_t examples_max = 10;
+// Error tasks and dead letters read when looking for ops older than a new index (beyond: not seen).
+constexpr std::size_t late_scan_max = 100'000;
 
 }  // namespace
 
@@ -104,6 +107,31 @@ std::optional<cleaner_progress> cleaner::progress(const std::string& index, bool
 
 void cleaner::stop() { stopping_ = true; }
 
+core::result<std::pair<std::uint64_t, std::uint64_t>> cleaner::late_ops(const core::index_def& def,
+                                                                        std::uint64_t up_to_seq) const {
+    const auto of_index = [&](const std::string& op_bytes) {
+        auto o = core::decode_op(std::span(op_bytes.data(), op_bytes.size()));
+        if (!o) return false;
+        if (const auto* e = std::get_if<core::entity_op>(&o.value().body)) return !def.on_cells() && e->entity_kind == def.kind;
+        if (const auto* c = std::get_if<core::cell_op>(&o.value().body)) {
+            return def.on_cells() && c->table == def.kind && c->column == def.column;
+        }
+        return false;
+    };
+    std::pair<std::uint64_t, std::uint64_t> out;
+    auto queued = journal_.list_errors(std::nullopt, std::nullopt, late_scan_max);
+    if (!queued) return queued.error();
+    for (const auto& t : queued.value()) {
+        if (t.seq <= up_to_seq && of_index(t.op_bytes)) ++out.first;
+    }
+    auto dead = journal_.list_dead(late_scan_max);
+    if (!dead) return dead.error();
+    for (const auto& d : dead.value()) {
+        if (d.task.seq <= up_to_seq && of_index(d.task.op_bytes)) ++out.second;
+    }
+    return out;
+}
+
 asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
     const auto& def = j->def;
     asio::steady_timer throttle(co_await asio::this_coro::executor);
@@ -153,6 +181,31 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
             if (stopping_) co_return j->update([](cleaner_progress& p) { p.state = "stopped"; });
             all = co_await shards_.async_wait_applied(caught_up_seq, std::move(all), std::chrono::milliseconds(500));
         }
+    }
+    // The cursors pass an op that failed and went to the error queue. Such an op of this index's
+    // objects, journaled before the barrier, carries no row for the index: applied after the walk
+    // had passed its object, it would leave the object out of the index. So the walk waits until
+    // they are applied (or dead), as long as it takes (a shard that is down holds the walk anyway).
+    // Dead letters cannot be waited for: they are counted, logged and shown in the progress.
+    for (;;) {
+        if (stopping_) co_return j->update([](cleaner_progress& p) { p.state = "stopped"; });
+        auto late = late_ops(def, caught_up_seq);
+        if (!late) co_return fail("reading the error queue and dead letters", late.error());
+        j->update([&](cleaner_progress& p) {
+            p.late_ops_queued = late.value().first;
+            p.late_dead_letters = late.value().second;
+        });
+        if (late.value().first == 0) {
+            if (late.value().second > 0) {
+                spdlog::warn("cleaner {}: {} dead letters of its {} were journaled before it; after re-injecting them, "
+                             "run a verify with repair (cairn index verify {} --repair)",
+                             def.name, late.value().second, def.on_cells() ? "cells" : "entities", def.name);
+            }
+            break;
+        }
+        throttle.expires_after(std::chrono::milliseconds(200));
+        core::error_code ec;
+        co_await throttle.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
     j->update([](cleaner_progress& p) { p.phase = "backfill"; });
 

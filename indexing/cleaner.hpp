@@ -17,6 +17,7 @@
 #include "core/indexes.hpp"
 #include "core/limits.hpp"
 #include "core/metrics.hpp"
+#include "core/result.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -60,6 +61,11 @@ struct cleaner_progress {
     std::string state = "running";  // running, done, failed, stopped
     std::string phase = "catch-up";  // catch-up, backfill, stale
     std::uint64_t catch_up_seq = 0;  // the journal seq every shard applies before the backfill reads
+    // Ops of the index's objects journaled up to catch_up_seq that were still in the error queue
+    // (waited for: the walk starts when they are applied or dead) and still dead letters (not
+    // waited for: re-inject them, then run a verify with repair).
+    std::uint64_t late_ops_queued = 0;
+    std::uint64_t late_dead_letters = 0;
     std::uint64_t scanned = 0;       // objects (backfill) plus index rows (stale) read so far
     std::uint64_t total = 0;         // the same, counted when each phase started
     std::uint64_t rows_added = 0;    // index rows written by the backfill
@@ -95,6 +101,8 @@ public:
 private:
     struct job;
     boost::asio::awaitable<void> async_run(std::shared_ptr<job> j);
+    // Error tasks and dead letters, of seq <= up_to_seq, of ops of def's objects: (queued, dead).
+    core::result<std::pair<std::uint64_t, std::uint64_t>> late_ops(const core::index_def& def, std::uint64_t up_to_seq) const;
 
     boost::asio::any_io_executor ex_;
     journal::journal& journal_;

@@ -206,9 +206,10 @@ std::string render_progress(const indexing::cleaner_progress& p) {
     if (p.state == "running" && rate > 0) eta = fmt::format("{:.1f}", static_cast<double>(left) / rate);
     if (p.state == "done") eta = "0";
     std::string out = fmt::format(
-        R"({{"index":"{}","state":"{}","phase":"{}","catch_up_seq":{},"rows_scanned":{},"rows_total":{},"rows_added":{},)"
+        R"({{"index":"{}","state":"{}","phase":"{}","catch_up_seq":{},"late_ops_queued":{},"late_dead_letters":{},)"
+        R"("rows_scanned":{},"rows_total":{},"rows_added":{},)"
         R"("rows_removed":{},"rate_rows_per_s":{:.1f},"eta_s":{},"throttle_rows_per_s":{},"started_ms":{},"finished_ms":{},"error":)",
-        p.index, p.state, p.phase, p.catch_up_seq, p.scanned, p.total, p.rows_added, p.rows_removed, rate, eta, p.rows_per_s, p.started_ms,
+        p.index, p.state, p.phase, p.catch_up_seq, p.late_ops_queued, p.late_dead_letters, p.scanned, p.total, p.rows_added, p.rows_removed, rate, eta, p.rows_per_s, p.started_ms,
         p.finished_ms ? std::to_string(p.finished_ms) : std::string("null"));
     if (p.error.empty()) {
         out += "null";

@@ -5,10 +5,13 @@
 // do not fit the index are refused at write time; a dropped index answers no more.
 #include "tests/support/cairnd_fixture.hpp"
 #include "tests/support/e2e.hpp"
+#include "tests/support/test_shards.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+
+#include <chrono>
 
 namespace cairn::test {
 namespace {
@@ -106,6 +109,58 @@ TEST_F(entity_indexes_http, entries_by_user_stay_exact_through_moves_deletes_and
     EXPECT_EQ(send("GET", fmt::format("/v1/entities/entry/by/entries_by_user?user_id={}", alice)).status, 404);
     EXPECT_EQ(json::parse(send("GET", "/v1/indexes").body)["indexes"].size(), 0u);
     ASSERT_EQ(send("PUT", fmt::format("/v1/entities/entry/{}?wait=applied", entry_id(0)), R"({"user_id": 5})").status, 202);
+}
+
+// An entity write journaled before an index was created, but waiting in the error queue when the
+// index's cleaner starts, carries no row for the index. The cleaner's walk waits for it (the
+// progress shows it), so that once it applies, the entity is found by its new value.
+TEST_F(entity_indexes_http, a_write_waiting_in_the_error_queue_when_an_index_is_created_is_indexed) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    const std::string db = "cairn_e2e_index_late";
+    auto o = options();
+    o.retry_attempts_max = 1000;
+    start_cairnd(db, o);
+    ASSERT_EQ(send("PUT", fmt::format("/v1/entities/entry/{}?wait=applied", entry_id(1)),
+                   fmt::format(R"({{"user_id": "{}"}})", alice)).status, 202);
+    for (const auto& sh : test_shards()) {
+        ASSERT_TRUE(exec_sql(sh, {"CREATE TRIGGER poison BEFORE INSERT ON entities FOR EACH ROW "
+                                  "IF LOCATE('held', NEW.body) > 0 THEN "
+                                  "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'held back'; END IF"}, db));
+    }
+    // The entity moves to bob; the shard refuses it (retried, not dead) until the trigger goes.
+    const auto moved = send("PUT", fmt::format("/v1/entities/entry/{}", entry_id(1)),
+                            fmt::format(R"({{"user_id": "{}", "note": "held"}})", bob));
+    ASSERT_EQ(moved.status, 202) << moved.body;
+    const auto seq = json::parse(moved.body)["seq"].get<std::uint64_t>();
+    auto created = send("POST", "/v1/indexes",
+                        R"({"name": "entries_by_user", "kind": "entry", "properties": [{"name": "user_id", "type": "id"}]})");
+    ASSERT_EQ(created.status, 201) << created.body;
+
+    // The cleaner waits in catch-up while the write is queued.
+    json progress;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < until) {
+        progress = json::parse(send("GET", "/v1/indexes/entries_by_user/clean").body);
+        if (progress.value("late_ops_queued", 0) == 1) break;
+    }
+    ASSERT_EQ(progress["late_ops_queued"], 1) << progress.dump();
+    EXPECT_EQ(progress["phase"], "catch-up") << progress.dump();
+    EXPECT_EQ(progress["state"], "running") << progress.dump();
+
+    for (const auto& sh : test_shards()) ASSERT_TRUE(exec_sql(sh, {"DROP TRIGGER poison"}, db));
+    while (std::chrono::steady_clock::now() < until) {
+        progress = json::parse(send("GET", "/v1/indexes/entries_by_user/clean").body);
+        if (progress["state"] != "running") break;
+    }
+    ASSERT_EQ(progress["state"], "done") << progress.dump();
+    EXPECT_EQ(progress["late_ops_queued"], 0) << progress.dump();
+    const auto found = send("GET", fmt::format("/v1/entities/entry/by/entries_by_user?user_id={}&after={}", bob, seq));
+    ASSERT_EQ(found.status, 200) << found.body;
+    const auto entities = json::parse(found.body)["entities"];
+    ASSERT_EQ(entities.size(), 1u) << found.body;
+    EXPECT_EQ(entities[0]["body"]["user_id"], bob);
+    const auto old = json::parse(send("GET", fmt::format("/v1/entities/entry/by/entries_by_user?user_id={}", alice)).body);
+    EXPECT_EQ(old["entities"].size(), 0u) << old.dump();
 }
 
 // A two-property index sharded on its second property: a query on the first alone (a prefix) reads
