@@ -1,6 +1,7 @@
 #include "indexing/indexed_objects.hpp"
 
 #include "core/document.hpp"
+#include "indexing/index_registry.hpp"
 #include "net/detail/body_json.hpp"
 #include "net/detail/index_values.hpp"
 #include "net/detail/json_parse.hpp"
@@ -81,6 +82,31 @@ std::optional<std::vector<core::index_value>> index_values_of_json(const core::i
     auto* values = std::get_if<std::optional<std::vector<core::index_value>>>(&v);
     if (!values) return std::nullopt;
     return *values;
+}
+
+void recompute_entries(core::op& o, const index_registry& reg) {
+    std::vector<core::index_def> defs;
+    std::string_view column;
+    const std::string* body = nullptr;
+    std::vector<core::index_entry>* entries = nullptr;
+    if (auto* e = std::get_if<core::entity_op>(&o.body); e && !e->deleted) {
+        defs = reg.of_kind(e->entity_kind);
+        body = &e->body;
+        entries = &e->entries;
+    } else if (auto* c = std::get_if<core::cell_op>(&o.body)) {
+        defs = reg.of_cell_table(c->table);
+        column = c->column;
+        body = &c->body;
+        entries = &c->entries;
+    } else {
+        return;
+    }
+    const auto json = net::detail::stored_body_json(*body);
+    if (!json) return;
+    simdjson::dom::element root;
+    if (net::detail::parse_json(*json, root) || !root.is_object()) return;
+    auto now = net::detail::index_entries_of(defs, root, column);
+    if (auto* fresh = std::get_if<std::vector<core::index_entry>>(&now)) *entries = std::move(*fresh);
 }
 
 std::string object_name(const core::index_def& def, std::string_view id) {

@@ -6,6 +6,7 @@
 #include <utility>  // Boost 1.74's awaitable.hpp forgets it.
 
 #include "core/indexes.hpp"
+#include "core/op.hpp"
 #include "core/result.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -45,6 +46,15 @@ boost::asio::awaitable<core::result<std::vector<indexed_object>>> async_scan_obj
 
 // The number of objects on the connection's shard (the cleaner's total).
 boost::asio::awaitable<core::result<std::uint64_t>> async_count_objects(shards::mariadb_conn& conn, const core::index_def& def);
+
+class index_registry;
+
+// Recomputes the index entries of an entity or cell op from its stored body with the definitions
+// reg holds now (the kind's indexes; the table's indexes on the cell's column): the entries a write
+// of that body would carry today. For ops journaled again later (a replay), which must carry the
+// rows of indexes created since. Other models, deletes and bodies that do not decode (or no longer
+// fit an index's type) keep the entries they had.
+void recompute_entries(core::op& o, const index_registry& reg);
 
 // How reports name an object: "entity <uuid>" or "row <uuid>" (of a cell index's table).
 std::string object_name(const core::index_def& def, std::string_view id);

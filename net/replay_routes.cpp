@@ -4,6 +4,8 @@
 
 #include "core/codec.hpp"
 #include "core/document.hpp"
+#include "indexing/index_registry.hpp"
+#include "indexing/indexed_objects.hpp"
 #include "journal/journal.hpp"
 #include "net/detail/applied_wait.hpp"
 #include "net/detail/journal_write.hpp"
@@ -223,6 +225,14 @@ void take_op(const gateway& gw, const replay_filter& f, std::uint64_t now_ms, co
 asio::awaitable<std::optional<core::error_code>> async_append_replayed(gateway& gw, const replay_filter& f,
                                                                        std::vector<core::op> batch, replay_tally& t) {
     if (f.dry_run) co_return std::nullopt;
+    // A replayed entity or cell carries the rows of the indexes that exist now, not of those that
+    // existed when it was first written (an index created since would miss it otherwise). Held
+    // until journaled: a new index's back-fill waits for writes that computed their rows without it.
+    indexing::index_registry::write_ticket ticket;
+    if (gw.indexes) {
+        ticket = gw.indexes->enter_write();
+        for (auto& o : batch) indexing::recompute_entries(o, *gw.indexes);
+    }
     std::size_t done = 0;
     while (done < batch.size()) {
         const std::size_t n = std::min(append_chunk, batch.size() - done);
