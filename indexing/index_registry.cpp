@@ -87,10 +87,8 @@ asio::awaitable<bool> index_registry::async_refresh() {
     auto answered = std::make_shared<std::size_t>(0);
     std::vector<core::shard_index> shards;
     for (core::shard_index s = 0; s < shards_.size(); ++s) shards.push_back(s);
-    auto task = [this, merged, answered](core::shard_index s) -> asio::awaitable<core::result<void>> {
-        auto lease = co_await shards_.at(s).async_read_lease();
-        if (!lease) co_return lease.error();
-        auto defs = co_await shards::async_read_index_defs(*lease.value());
+    auto query = [merged, answered](core::shard_index, shards::mariadb_conn& conn) -> asio::awaitable<core::result<void>> {
+        auto defs = co_await shards::async_read_index_defs(conn);
         if (!defs) co_return defs.error();
         ++*answered;
         for (auto& d : defs.value()) {
@@ -99,7 +97,7 @@ asio::awaitable<bool> index_registry::async_refresh() {
         }
         co_return core::success();
     };
-    co_await shards::shard_set::async_fan_out(shards, task, timeout_);
+    co_await shards_.async_read_each(shards, query, timeout_);
     if (*answered == 0) co_return false;
     std::map<std::string, core::index_def, std::less<>> live;
     for (auto& [name, slot] : *merged) {

@@ -64,17 +64,15 @@ asio::awaitable<core::error_code> async_read_existing(gateway& gw, std::string t
     std::vector<core::shard_index> shards;
     for (const auto& [s, _] : by_shard) shards.push_back(s);
     auto keys = std::make_shared<std::map<core::shard_index, std::vector<shards::cell_key>>>(std::move(by_shard));
-    auto task = [&gw, table, keys, out](core::shard_index s) -> asio::awaitable<core::result<void>> {
-        auto lease = co_await gw.shards.at(s).async_read_lease();
-        if (!lease) co_return lease.error();
-        auto found = co_await shards::async_get_cells(*lease.value(), table, keys->at(s));
+    auto query = [table, keys, out](core::shard_index s, shards::mariadb_conn& conn) -> asio::awaitable<core::result<void>> {
+        auto found = co_await shards::async_get_cells(conn, table, keys->at(s));
         if (!found) co_return found.error();
         for (auto& c : found.value()) {
             if (c) out->bodies[{c->row_key, c->column, c->ref_key}] = std::move(c->body);
         }
         co_return core::success();
     };
-    co_return co_await shards::shard_set::async_fan_out(shards, task, gw.lim.query_timeout + gw.lim.connect_timeout);
+    co_return co_await gw.shards.async_read_each(shards, query, detail::fan_out_deadline(gw.lim));
 }
 
 asio::awaitable<response> async_post_cells(gateway& gw, route_context& ctx) {

@@ -195,15 +195,13 @@ struct summed_rows {
 asio::awaitable<core::error_code> async_read_all(gateway& gw, const shards::counter_read& q,
                                                  std::vector<core::shard_index> shards, std::size_t rows_max,
                                                  std::shared_ptr<summed_rows> out) {
-    auto task = [&gw, q, rows_max, out](core::shard_index s) -> asio::awaitable<core::result<void>> {
-        auto lease = co_await gw.shards.at(s).async_read_lease();
-        if (!lease) co_return lease.error();
-        auto rows = co_await shards::async_read_counters(*lease.value(), q, rows_max);
+    auto query = [q, rows_max, out](core::shard_index, shards::mariadb_conn& conn) -> asio::awaitable<core::result<void>> {
+        auto rows = co_await shards::async_read_counters(conn, q, rows_max);
         if (!rows) co_return rows.error();
         for (auto& row : rows.value()) out->sums[{row.bucket_ms, std::move(row.group)}] += row.count;
         co_return core::success();
     };
-    co_return co_await shards::shard_set::async_fan_out(shards, task, gw.lim.query_timeout + gw.lim.connect_timeout + std::chrono::seconds(10));
+    co_return co_await gw.shards.async_read_each(shards, query, detail::fan_out_deadline(gw.lim));
 }
 
 response read_problem(const gateway& gw, const request& req, const core::error_code& ec) {

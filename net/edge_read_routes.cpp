@@ -206,19 +206,14 @@ asio::awaitable<response> async_post_multi_get(gateway& gw, route_context& ctx) 
         auto behind = co_await gw.shards.async_wait_applied(*wait.after, needed, wait.timeout);
         if (!behind.empty()) co_return detail::not_applied_problem(req, *wait.after, behind, wait.timeout, "");
     }
-    auto task = [&gw, st](core::shard_index s) -> asio::awaitable<core::result<void>> {
-        auto lease = co_await gw.shards.at(s).async_read_lease();
-        if (!lease) co_return lease.error();
+    auto query = [st](core::shard_index s, shards::mariadb_conn& conn) -> asio::awaitable<core::result<void>> {
         const auto& g = st->groups.at(s);
-        auto r = co_await shards::async_multi_get(*lease.value(), st->graph, g.keys);
+        auto r = co_await shards::async_multi_get(conn, st->graph, g.keys);
         if (!r) co_return r.error();
         for (std::size_t i = 0; i < g.indexes.size(); ++i) st->rows[g.indexes[i]] = r.value()[i];
         co_return core::success();
     };
-    // Bounded even if a query task ended by an exception before counting itself done: the
-    // pool's wait, a connect and one query are each bounded by these limits.
-    const auto deadline = gw.lim.query_timeout + gw.lim.connect_timeout + std::chrono::seconds(10);
-    if (auto ec = co_await shards::shard_set::async_fan_out(needed, task, deadline)) {
+    if (auto ec = co_await gw.shards.async_read_each(needed, query, detail::fan_out_deadline(gw.lim))) {
         co_return detail::shard_problem(req, ec);
     }
 

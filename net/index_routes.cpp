@@ -446,7 +446,7 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
     std::vector<std::pair<shards::index_row, std::string>> page;  // (row, rendered object)
     std::size_t rows_read = 0;
     std::size_t stale = 0;
-    const auto deadline = gw.lim.query_timeout + gw.lim.connect_timeout;
+    const auto deadline = detail::fan_out_deadline(gw.lim);
     while (page.size() <= limit) {
         if (rows_read >= gw.lim.set_scan_rows_max) {
             co_return problem(http::status::unprocessable_entity, "index-scan-budget", "Index query too expensive",
@@ -457,15 +457,14 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
         }
         const std::size_t want = limit + 1 - page.size();
         auto st = std::make_shared<query_state>();
-        auto scan = [&gw, st, def = *def, range, after, want](core::shard_index s) -> asio::awaitable<core::result<void>> {
-            auto lease = co_await gw.shards.at(s).async_read_lease();
-            if (!lease) co_return lease.error();
-            auto r = co_await shards::async_range_index(*lease.value(), def, range, after, want);
+        auto scan = [st, def = *def, range, after, want](core::shard_index,
+                                                          shards::mariadb_conn& conn) -> asio::awaitable<core::result<void>> {
+            auto r = co_await shards::async_range_index(conn, def, range, after, want);
             if (!r) co_return r.error();
             for (auto& row : r.value()) st->rows.push_back(std::move(row));
             co_return core::success();
         };
-        if (auto ec = co_await shards::shard_set::async_fan_out(index_shards, scan, deadline)) co_return detail::shard_problem(req, ec);
+        if (auto ec = co_await gw.shards.async_read_each(index_shards, scan, deadline)) co_return detail::shard_problem(req, ec);
         std::sort(st->rows.begin(), st->rows.end(), key_less);
         const bool exhausted = st->rows.size() < want;
         if (st->rows.size() > want) st->rows.resize(want);
@@ -476,16 +475,14 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
         for (const auto& row : st->rows) (*groups)[gw.map.shard_of_hash(core::hash_bytes(row.entity_id))].push_back(row.entity_id);
         std::vector<core::shard_index> homes;
         for (const auto& [s, _] : *groups) homes.push_back(s);
-        auto fetch = [&gw, st, groups, def = *def](core::shard_index s) -> asio::awaitable<core::result<void>> {
-            auto lease = co_await gw.shards.at(s).async_read_lease();
-            if (!lease) co_return lease.error();
+        auto fetch = [st, groups, def = *def](core::shard_index s, shards::mariadb_conn& conn) -> asio::awaitable<core::result<void>> {
             const auto& ids = groups->at(s);
-            auto r = co_await indexing::async_current_objects(*lease.value(), def, ids);
+            auto r = co_await indexing::async_current_objects(conn, def, ids);
             if (!r) co_return r.error();
             for (std::size_t i = 0; i < ids.size(); ++i) st->found[ids[i]] = std::move(r.value()[i]);
             co_return core::success();
         };
-        if (auto ec = co_await shards::shard_set::async_fan_out(homes, fetch, deadline)) co_return detail::shard_problem(req, ec);
+        if (auto ec = co_await gw.shards.async_read_each(homes, fetch, deadline)) co_return detail::shard_problem(req, ec);
         for (const auto& row : st->rows) {
             if (page.size() > limit) break;
             after = row;

@@ -68,6 +68,14 @@ public:
     static boost::asio::awaitable<core::error_code> async_fan_out(const std::vector<core::shard_index>& shards,
                                                                   Task task, std::chrono::milliseconds deadline);
 
+    // The read of several shards at once: async_fan_out of query(shard, conn) ->
+    // awaitable<core::result<void>>, each with a read connection of its shard leased for it (a
+    // failed lease is that shard's error) and given back when its query ends. Same rules as
+    // async_fan_out; the set must outlive the deadline.
+    template <class Query>
+    boost::asio::awaitable<core::error_code> async_read_each(const std::vector<core::shard_index>& shards, Query query,
+                                                             std::chrono::milliseconds deadline) const;
+
 private:
     struct fan_out_state {
         explicit fan_out_state(boost::asio::any_io_executor ex) : done(std::move(ex)) {}
@@ -107,6 +115,17 @@ boost::asio::awaitable<core::error_code> shard_set::async_fan_out(const std::vec
     }
     if (st->remaining > 0 && !st->error) st->error = core::errc::shard_timeout;
     co_return st->error;
+}
+
+template <class Query>
+boost::asio::awaitable<core::error_code> shard_set::async_read_each(const std::vector<core::shard_index>& shards,
+                                                                    Query query, std::chrono::milliseconds deadline) const {
+    auto task = [this, query](core::shard_index s) -> boost::asio::awaitable<core::result<void>> {
+        auto lease = co_await at(s).async_read_lease();
+        if (!lease) co_return lease.error();
+        co_return co_await query(s, *lease.value());
+    };
+    co_return co_await async_fan_out(shards, task, deadline);
 }
 
 }  // namespace cairn::shards

@@ -51,6 +51,13 @@ struct wait_params {
 std::variant<wait_params, input_error> parse_wait_params(const route_context& ctx, const core::limits& lim,
                                                          std::uint64_t last_seq);
 
+// The deadline of a read of several shards at once (shard_set::async_read_each): the pool's wait, a
+// connect and one query are each bounded by the limits, so a task that ended without counting
+// itself done cannot hold the request longer than this.
+inline std::chrono::milliseconds fan_out_deadline(const core::limits& lim) {
+    return lim.query_timeout + lim.connect_timeout + std::chrono::seconds(10);
+}
+
 // 504 not-applied-yet, with the members "seq" and "shards" (those still behind); what is
 // appended to the detail.
 response not_applied_problem(const request& req, std::uint64_t seq, const std::vector<core::shard_index>& behind,
