@@ -251,10 +251,7 @@ asio::awaitable<response> async_get_read(gateway& gw, route_context& ctx, read_k
     if (needed.empty()) {
         for (core::shard_index s = 0; s < gw.map.size(); ++s) needed.push_back(s);
     }
-    if (rr.wait.after) {
-        auto behind = co_await gw.shards.async_wait_applied(*rr.wait.after, needed, rr.wait.timeout);
-        if (!behind.empty()) co_return detail::not_applied_problem(req, *rr.wait.after, behind, rr.wait.timeout, "");
-    }
+    if (auto p = co_await detail::async_wait_after(gw, req, rr.wait, needed)) co_return std::move(*p);
 
     shards::counter_read q;
     q.metric = m;

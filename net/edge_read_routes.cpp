@@ -202,10 +202,7 @@ asio::awaitable<response> async_post_multi_get(gateway& gw, route_context& ctx) 
     }
     std::vector<core::shard_index> needed;
     for (const auto& [s, g] : st->groups) needed.push_back(s);
-    if (wait.after) {
-        auto behind = co_await gw.shards.async_wait_applied(*wait.after, needed, wait.timeout);
-        if (!behind.empty()) co_return detail::not_applied_problem(req, *wait.after, behind, wait.timeout, "");
-    }
+    if (auto p = co_await detail::async_wait_after(gw, req, wait, needed)) co_return std::move(*p);
     auto query = [st](core::shard_index s, shards::mariadb_conn& conn) -> asio::awaitable<core::result<void>> {
         const auto& g = st->groups.at(s);
         auto r = co_await shards::async_multi_get(conn, st->graph, g.keys);

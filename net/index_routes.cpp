@@ -436,8 +436,7 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
         // The index rows' shards and, since the objects may live anywhere, every shard.
         std::vector<core::shard_index> all;
         for (core::shard_index s = 0; s < gw.map.size(); ++s) all.push_back(s);
-        auto behind = co_await gw.shards.async_wait_applied(*wp.after, std::move(all), wp.timeout);
-        if (!behind.empty()) co_return detail::not_applied_problem(req, *wp.after, behind, wp.timeout, "");
+        if (auto p = co_await detail::async_wait_after(gw, req, wp, std::move(all))) co_return std::move(*p);
     }
 
     // Index rows in key order, entities fetched by their shards, each re-filtered; until the page

@@ -89,9 +89,8 @@ asio::awaitable<response> async_get_edge(gateway& gw, route_context& ctx) {
     if (auto* e = std::get_if<input_error>(&ids)) co_return detail::bad_field(req, e->field, e->detail);
     const core::shard_index shard = gw.map.shard_of_id(*source);
     if (wp.after) {
-        std::vector<core::shard_index> needed{shard};
-        auto behind = co_await gw.shards.async_wait_applied(*wp.after, std::move(needed), wp.timeout);
-        if (!behind.empty()) co_return detail::not_applied_problem(req, *wp.after, behind, wp.timeout, "");
+        std::vector<core::shard_index> needed(1, shard);  // not a braced list inside a coroutine: g++ 12
+        if (auto p = co_await detail::async_wait_after(gw, req, wp, std::move(needed))) co_return std::move(*p);
     }
     // Concurrent reads of single edges on one shard share one query (shards/edge_get_batcher.hpp).
     auto r = co_await gw.shards.at(shard).edge_gets().async_get(std::string(graph), *source, *destination);

@@ -79,6 +79,14 @@ std::variant<wait_params, input_error> parse_wait_params(const route_context& ct
     return w;
 }
 
+boost::asio::awaitable<std::optional<response>> async_wait_after(gateway& gw, const request& req, const wait_params& wait,
+                                                                 std::vector<core::shard_index> shards) {
+    if (!wait.after) co_return std::nullopt;
+    auto behind = co_await gw.shards.async_wait_applied(*wait.after, std::move(shards), wait.timeout);
+    if (behind.empty()) co_return std::nullopt;
+    co_return not_applied_problem(req, *wait.after, behind, wait.timeout, "");
+}
+
 response not_applied_problem(const request& req, std::uint64_t seq, const std::vector<core::shard_index>& behind,
                              std::chrono::milliseconds timeout, std::string_view what) {
     std::string shards_json = "[";

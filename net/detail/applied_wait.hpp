@@ -51,6 +51,12 @@ struct wait_params {
 std::variant<wait_params, input_error> parse_wait_params(const route_context& ctx, const core::limits& lim,
                                                          std::uint64_t last_seq);
 
+// The wait of a read with ?after=: until every shard in shards has applied wait.after, all within
+// wait.timeout. The 504 not-applied-yet problem (naming the shards still behind) if some had not;
+// nullopt when all had, or when the request gave no after=. Runs on the session's strand.
+boost::asio::awaitable<std::optional<response>> async_wait_after(gateway& gw, const request& req, const wait_params& wait,
+                                                                 std::vector<core::shard_index> shards);
+
 // The deadline of a read of several shards at once (shard_set::async_read_each): the pool's wait, a
 // connect and one query are each bounded by the limits, so a task that ended without counting
 // itself done cannot hold the request longer than this.

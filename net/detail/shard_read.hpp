@@ -25,8 +25,7 @@ boost::asio::awaitable<response> async_read_shard(gateway& gw, const request& re
     if (wait.after) {
         // Not a braced list inside the co_await: g++ 12 cannot put its backing array in the frame.
         std::vector<core::shard_index> needed(1, shard);
-        auto behind = co_await gw.shards.async_wait_applied(*wait.after, std::move(needed), wait.timeout);
-        if (!behind.empty()) co_return not_applied_problem(req, *wait.after, behind, wait.timeout, "");
+        if (auto p = co_await async_wait_after(gw, req, wait, std::move(needed))) co_return std::move(*p);
     }
     auto lease = co_await gw.shards.at(shard).async_read_lease();
     if (!lease) co_return shard_problem(req, lease.error());
