@@ -94,11 +94,11 @@ std::vector<index_entry> any_entries(int min) {
     return out;
 }
 
-op any_document_or_counter_op() {
+op any_document_counter_or_index_op() {
     op o;
     o.ts = *rc::gen::arbitrary<std::uint64_t>();
     o.op_id = *rc::gen::arbitrary<std::uint64_t>();
-    const int which = *rc::gen::inRange(0, 3);
+    const int which = *rc::gen::inRange(0, 4);
     if (which == 0) {
         entity_op e;
         e.entity_kind = any_name();
@@ -118,6 +118,29 @@ op any_document_or_counter_op() {
         c.body = any_bytes(*rc::gen::inRange<std::size_t>(1, 300));
         if (*rc::gen::arbitrary<bool>()) c.entries = any_entries(1);
         o.body = std::move(c);
+    } else if (which == 3) {
+        // An index definition (of an entity kind or a cell column), or its drop.
+        index_def_op d;
+        d.name = any_name();
+        d.dropped = *rc::gen::arbitrary<bool>();
+        if (!d.dropped) {
+            index_def def;
+            def.name = d.name;
+            def.kind = any_name();
+            if (*rc::gen::arbitrary<bool>()) def.column = "col";
+            const int n = *rc::gen::inRange(1, static_cast<int>(index_properties_max) + 1);
+            for (int i = 0; i < n; ++i) {
+                index_property prop;
+                prop.name = "p" + std::to_string(i);
+                prop.type = *rc::gen::element(index_value_type::id, index_value_type::integer, index_value_type::string,
+                                              index_value_type::boolean);
+                if (prop.type == index_value_type::string) prop.length_max = *rc::gen::inRange<std::size_t>(1, 256);
+                def.properties.push_back(std::move(prop));
+            }
+            def.shard_on = *rc::gen::inRange<std::size_t>(0, def.properties.size());
+            d.definition = encode_index_def(def);
+        }
+        o.body = std::move(d);
     } else {
         counter_op c;
         c.metric = any_name();
@@ -131,15 +154,15 @@ op any_document_or_counter_op() {
     return o;
 }
 
-RC_GTEST_PROP(codec, entity_cell_and_counter_ops_round_trip, ()) {
-    const op o = any_document_or_counter_op();
+RC_GTEST_PROP(codec, entity_cell_counter_and_index_ops_round_trip, ()) {
+    const op o = any_document_counter_or_index_op();
     auto back = decode_op(encode_op(o));
     RC_ASSERT(back.has_value());
     RC_ASSERT(back.value() == o);
 }
 
-RC_GTEST_PROP(codec, mutated_entity_cell_and_counter_records_fail_cleanly_or_decode_to_a_stable_op, ()) {
-    mutate_and_check(encode_op(any_document_or_counter_op()));
+RC_GTEST_PROP(codec, mutated_entity_cell_counter_and_index_records_fail_cleanly_or_decode_to_a_stable_op, ()) {
+    mutate_and_check(encode_op(any_document_counter_or_index_op()));
 }
 
 RC_GTEST_PROP(codec, node_op_round_trips, ()) {
