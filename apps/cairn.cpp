@@ -249,6 +249,14 @@ int cmd_dead_reinject(const settings& s, const std::vector<std::uint64_t>& key, 
                              str(r["reinjected"]), r["reinjected"] == 1 ? "" : "s",
                              r["attempts_reset"].get<bool>() ? "restart at 0"
                                                              : "kept (one more failure makes a letter dead again)");
+    if (const auto& again = r["journaled_again"]; again.is_array() && !again.empty()) {
+        std::cout << fmt::format("{} of them carried no rows for indexes created since they were written, so they "
+                                 "were journaled again with those rows:\n",
+                                 again.size());
+        for (const auto& l : again) {
+            std::cout << fmt::format("  shard {} seq {} -> seq {}\n", str(l["shard"]), str(l["seq"]), str(l["new_seq"]));
+        }
+    }
     std::cout << "follow with: cairn errors ls, cairn trace SEQ\n";
     return exit_ok;
 }

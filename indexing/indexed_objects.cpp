@@ -84,7 +84,7 @@ std::optional<std::vector<core::index_value>> index_values_of_json(const core::i
     return *values;
 }
 
-void recompute_entries(core::op& o, const index_registry& reg) {
+bool recompute_entries(core::op& o, const index_registry& reg) {
     std::vector<core::index_def> defs;
     std::string_view column;
     const std::string* body = nullptr;
@@ -99,14 +99,17 @@ void recompute_entries(core::op& o, const index_registry& reg) {
         body = &c->body;
         entries = &c->entries;
     } else {
-        return;
+        return false;
     }
     const auto json = net::detail::stored_body_json(*body);
-    if (!json) return;
+    if (!json) return false;
     simdjson::dom::element root;
-    if (net::detail::parse_json(*json, root) || !root.is_object()) return;
+    if (net::detail::parse_json(*json, root) || !root.is_object()) return false;
     auto now = net::detail::index_entries_of(defs, root, column);
-    if (auto* fresh = std::get_if<std::vector<core::index_entry>>(&now)) *entries = std::move(*fresh);
+    auto* fresh = std::get_if<std::vector<core::index_entry>>(&now);
+    if (!fresh || *fresh == *entries) return false;
+    *entries = std::move(*fresh);
+    return true;
 }
 
 std::string object_name(const core::index_def& def, std::string_view id) {

@@ -53,8 +53,8 @@ class index_registry;
 // reg holds now (the kind's indexes; the table's indexes on the cell's column): the entries a write
 // of that body would carry today. For ops journaled again later (a replay), which must carry the
 // rows of indexes created since. Other models, deletes and bodies that do not decode (or no longer
-// fit an index's type) keep the entries they had.
-void recompute_entries(core::op& o, const index_registry& reg);
+// fit an index's type) keep the entries they had. True if the entries changed.
+bool recompute_entries(core::op& o, const index_registry& reg);
 
 // How reports name an object: "entity <uuid>" or "row <uuid>" (of a cell index's table).
 std::string object_name(const core::index_def& def, std::string_view id);

@@ -4,6 +4,7 @@
 
 #include "core/codec.hpp"
 #include "indexing/index_registry.hpp"
+#include "indexing/indexed_objects.hpp"
 #include "journal/journal.hpp"
 #include "net/detail/applied_wait.hpp"
 #include "net/detail/body_json.hpp"
@@ -513,6 +514,73 @@ core::result<std::map<std::uint32_t, std::vector<journal::dead_letter>>> collect
     return out;
 }
 
+// A dead entity or cell op carries the rows of the indexes that existed when it was written, and
+// an index created since could not back-fill it (it was not applied). Re-injected as it is, it
+// would apply without those rows. So such a letter is journaled again with its rows recomputed,
+// keeping its op id and ts (applying it where it had applied changes nothing), applied on every
+// shard it touches (the new rows may live on other shards than the letter's), and the letter goes,
+// recorded as replaced (cairn trace shows the new seq). Returns the letters it took, by shard,
+// with the seq each op was journaled at again.
+struct journaled_again {
+    std::map<std::uint32_t, std::vector<std::pair<journal::dead_letter, std::uint64_t>>> letters;
+    std::size_t ops = 0;
+};
+
+asio::awaitable<core::result<journaled_again>> async_journal_reindexed(
+    gateway& gw, std::map<std::uint32_t, std::vector<journal::dead_letter>>& found) {
+    journaled_again out;
+    if (!gw.indexes) co_return out;
+    std::vector<core::op> ops;
+    std::map<std::uint64_t, std::size_t> index_of;  // op id -> its place in ops (one new write per op)
+    std::map<std::uint32_t, std::vector<std::pair<journal::dead_letter, std::size_t>>> taken;
+    for (auto& [shard, letters] : found) {
+        std::erase_if(letters, [&, s = shard](const journal::dead_letter& d) {
+            auto o = decode(d.task.op_bytes);
+            if (!o) return false;
+            auto at = index_of.find(o->op_id);
+            if (at == index_of.end()) {
+                if (!indexing::recompute_entries(*o, *gw.indexes)) return false;
+                at = index_of.emplace(o->op_id, ops.size()).first;
+                ops.push_back(std::move(*o));
+            }
+            taken[s].emplace_back(d, at->second);
+            return true;
+        });
+    }
+    if (ops.empty()) co_return out;
+    std::vector<std::uint64_t> seq_of(ops.size());
+    std::vector<std::string> bytes_of(ops.size());
+    for (std::size_t i = 0; i < ops.size(); ++i) bytes_of[i] = core::encode_op(ops[i]);
+    for (std::size_t done = 0; done < ops.size();) {
+        const std::size_t n = std::min(set_page, ops.size() - done);
+        std::vector<core::op> chunk(ops.begin() + static_cast<std::ptrdiff_t>(done),
+                                    ops.begin() + static_cast<std::ptrdiff_t>(done + n));
+        auto appended = co_await shards::async_append(gw.journal, std::move(chunk), std::string());
+        if (!appended) co_return appended.error();
+        for (std::size_t k = 0; k < n; ++k) seq_of[done + k] = appended.value().first_seq + k;
+        done += n;
+    }
+    out.ops = ops.size();
+    const std::uint64_t now = now_ms();
+    for (auto& [shard, letters] : taken) {
+        // Journaled: if dropping a letter fails now (a journal failure, which is sticky), it stays
+        // beside its new write and a later re-inject applies it once more, which changes nothing.
+        for (std::size_t i = 0; i < letters.size(); i += set_page) {
+            journal::apply_outcome outcome;
+            outcome.shard = shard;
+            for (std::size_t k = i; k < std::min(letters.size(), i + set_page); ++k) {
+                const auto& [d, at] = letters[k];
+                outcome.remove_dead.push_back(d);
+                outcome.put_edits.push_back({shard, d.task.seq, now, seq_of[at], bytes_of[at]});
+                out.letters[shard].emplace_back(d, seq_of[at]);
+            }
+            auto committed = co_await shards::async_commit_outcome(gw.journal, std::move(outcome));
+            if (!committed) co_return committed.error();
+        }
+    }
+    co_return out;
+}
+
 asio::awaitable<response> async_reinject(gateway& gw, route_context& ctx) {
     const auto& req = ctx.req;
     body_fields b;
@@ -523,13 +591,29 @@ asio::awaitable<response> async_reinject(gateway& gw, route_context& ctx) {
     std::optional<bool> reset;
     if (auto e = take(b.boolean("reset_attempts"), reset)) co_return detail::bad_field(req, e->field, e->detail);
     const bool reset_attempts = reset.value_or(true);
+    // Held until the letters' ops are journaled again: a new index's back-fill waits for writes
+    // that computed their index rows without it (index_registry::async_write_barrier).
+    indexing::index_registry::write_ticket ticket;
+    if (gw.indexes) ticket = gw.indexes->enter_write();
     auto found = collect_dead(gw, t);
     if (!found && found.error() == core::errc::not_found) {
         co_return not_found(req, fmt::format("no dead letter of seq {} on shard {}", t.seq.value_or(0), t.shard.value_or(0)));
     }
     if (!found) co_return journal_problem(req, found.error());
+    auto again = co_await async_journal_reindexed(gw, found.value());
+    if (!again) co_return journal_problem(req, again.error());
+    ticket = {};
     std::size_t count = 0;
     json seqs = json::array();
+    json replaced = json::array();
+    for (const auto& [shard, letters] : again.value().letters) {
+        for (const auto& [d, new_seq] : letters) {
+            ++count;
+            if (replaced.size() < dead_page_limit_max) {
+                replaced.push_back(json{{"shard", shard}, {"seq", d.task.seq}, {"new_seq", new_seq}});
+            }
+        }
+    }
     for (auto& [shard, letters] : found.value()) {
         for (std::size_t i = 0; i < letters.size(); i += set_page) {
             const std::size_t end = std::min(letters.size(), i + set_page);
@@ -544,8 +628,13 @@ asio::awaitable<response> async_reinject(gateway& gw, route_context& ctx) {
             }
         }
     }
-    spdlog::info("admin: {} dead letters re-injected (attempts {})", count, reset_attempts ? "restart" : "kept");
-    co_return answer(req, json{{"reinjected", count}, {"attempts_reset", reset_attempts}, {"letters", seqs}});
+    spdlog::info("admin: {} dead letters re-injected (attempts {}), {} of them journaled again as {} new writes "
+                 "with the rows of indexes created since",
+                 count, reset_attempts ? "restart" : "kept", replaced.size(), again.value().ops);
+    co_return answer(req, json{{"reinjected", count},
+                               {"attempts_reset", reset_attempts},
+                               {"letters", seqs},
+                               {"journaled_again", replaced}});
 }
 
 asio::awaitable<response> async_drop(gateway& gw, route_context& ctx, std::optional<target> one) {

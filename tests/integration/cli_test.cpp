@@ -68,6 +68,46 @@ protected:
         return t;
     }
 
+    // Makes the shards refuse any entity whose body holds "poison". The entities table is created
+    // when a shard's apply worker first connects, which may come after the first applied mark:
+    // retried until the table is there (bounded).
+    void add_entity_poison_trigger(const std::string& db) {
+        for (const auto& s : test_shards()) {
+            const auto deadline = std::chrono::steady_clock::now() + 20s;
+            bool created = false;
+            while (!created && std::chrono::steady_clock::now() < deadline) {
+                created = !!exec_sql(s, {"CREATE TRIGGER poison BEFORE INSERT ON entities FOR EACH ROW "
+                                         "IF LOCATE('poison', NEW.body) > 0 THEN "
+                                         "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'poisoned body is refused'; END IF"},
+                                     db);
+                if (!created) std::this_thread::sleep_for(20ms);
+            }
+            ASSERT_TRUE(created) << "no entities table on " << s.port;
+        }
+    }
+    // Puts a user named "poison" (age 7) and waits until it is a dead letter; its seq, 0 on failure.
+    std::uint64_t put_dead_entity(http_client& c, const std::string& id) {
+        auto w = c.send(http::verb::put, "/v1/entities/user/" + id, R"({"name": "poison", "age": 7})");
+        EXPECT_TRUE(w.has_value()) << w.error().message();
+        if (!w || w.value().status != http::status::accepted) {
+            ADD_FAILURE() << (w ? w.value().body : "no answer");
+            return 0;
+        }
+        const auto seq = nlohmann::json::parse(w.value().body)["seq"].get<std::uint64_t>();
+        const auto t = wait_trace(seq, "dead");
+        EXPECT_EQ(t["state"], "dead") << t.dump();
+        return t["state"] == "dead" ? seq : 0;
+    }
+    // The shard on which seq is a dead letter, as text; empty if none.
+    std::string dead_shard(std::uint64_t seq) {
+        const auto t = cairn_json({"trace", std::to_string(seq)});
+        for (const auto& s : t["shards"]) {
+            if (s["state"] == "dead") return std::to_string(s["shard"].get<int>());
+        }
+        ADD_FAILURE() << "seq " << seq << " is a dead letter on no shard: " << t.dump();
+        return {};
+    }
+
     std::string url_;
 };
 
@@ -249,33 +289,13 @@ TEST_F(cli, an_entity_dead_letter_is_edited_in_place_reinjected_and_applied) {
     const std::string db = "cairn_cli_dead_entity";
     start(db, "[entities]\nkinds = [\"user\"]\n");
     ASSERT_TRUE(wait_applied(cairnd_->port(), 20s));
-    // The entities table is created when a shard's apply worker first connects, which may come
-    // after the first applied mark: retried until the table is there (bounded).
-    for (const auto& s : test_shards()) {
-        const auto deadline = std::chrono::steady_clock::now() + 20s;
-        bool created = false;
-        while (!created && std::chrono::steady_clock::now() < deadline) {
-            created = !!exec_sql(s, {"CREATE TRIGGER poison BEFORE INSERT ON entities FOR EACH ROW "
-                                     "IF LOCATE('poison', NEW.body) > 0 THEN "
-                                     "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'poisoned body is refused'; END IF"},
-                                 db);
-            if (!created) std::this_thread::sleep_for(20ms);
-        }
-        ASSERT_TRUE(created) << "no entities table on " << s.port;
-    }
+    add_entity_poison_trigger(db);
     const std::string id = "00112233-4455-6677-8899-aabbccddeeff";
     http_client c(cairnd_->port());
-    auto w = c.send(http::verb::put, "/v1/entities/user/" + id, R"({"name": "poison", "age": 7})");
-    ASSERT_TRUE(w.has_value()) << w.error().message();
-    ASSERT_EQ(w.value().status, http::status::accepted) << w.value().body;
-    const auto seq = nlohmann::json::parse(w.value().body)["seq"].get<std::uint64_t>();
-    auto t = wait_trace(seq, "dead");
-    ASSERT_EQ(t["state"], "dead") << t.dump();
-    std::string shard_s;
-    for (const auto& s : t["shards"]) {
-        if (s["state"] == "dead") shard_s = std::to_string(s["shard"].get<int>());
-    }
-    ASSERT_FALSE(shard_s.empty()) << t.dump();
+    const auto seq = put_dead_entity(c, id);
+    ASSERT_NE(seq, 0u);
+    const std::string shard_s = dead_shard(seq);
+    ASSERT_FALSE(shard_s.empty());
     const std::string seq_s = std::to_string(seq);
 
     auto shown = cairn_json({"dead", "show", shard_s, seq_s});
@@ -310,6 +330,48 @@ TEST_F(cli, an_entity_dead_letter_is_edited_in_place_reinjected_and_applied) {
     const auto entity = nlohmann::json::parse(got.value().body);
     EXPECT_EQ(entity["body"]["name"], "fixed") << got.value().body;
     EXPECT_EQ(entity["body"]["age"], 7) << got.value().body;
+}
+
+// A dead entity carries no row for an index created while it was dead (the back-fill could not see
+// it). Re-injected, it is journaled again with the rows of the indexes that exist now, applied on
+// every shard they live on, and the index finds it; trace shows the letter replaced by the new seq.
+TEST_F(cli, a_dead_entity_reinjected_after_an_index_was_created_carries_the_new_index_rows) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    const std::string db = "cairn_cli_dead_reindex";
+    start(db, "[entities]\nkinds = [\"user\"]\n");
+    ASSERT_TRUE(wait_applied(cairnd_->port(), 20s));
+    add_entity_poison_trigger(db);
+    http_client c(cairnd_->port());
+    const std::string id = "00112233-4455-6677-8899-aabbccddeeff";
+    const auto seq = put_dead_entity(c, id);
+    ASSERT_NE(seq, 0u);
+    const std::string shard_s = dead_shard(seq);
+    ASSERT_FALSE(shard_s.empty());
+    for (const auto& s : test_shards()) ASSERT_TRUE(exec_sql(s, {"DROP TRIGGER poison"}, db));
+
+    auto added = cairn({"index", "add", "users_by_name", "--kind", "user", "--property", "name:string:32"});
+    ASSERT_EQ(added.code, 0) << added.err << added.out;
+    const auto query = [&] {
+        auto q = c.send(http::verb::get, "/v1/entities/user/by/users_by_name?name=poison");
+        EXPECT_TRUE(q.has_value() && q.value().status == http::status::ok) << (q ? q.value().body : q.error().message());
+        return q && q.value().status == http::status::ok ? nlohmann::json::parse(q.value().body)["entities"].size() : 99u;
+    };
+    EXPECT_EQ(query(), 0u);  // dead: neither the entity nor its row is there
+
+    // The text form names the new write.
+    const auto r = cairn({"dead", "reinject", shard_s, std::to_string(seq)});
+    ASSERT_EQ(r.code, 0) << r.err << r.out;
+    EXPECT_NE(r.out.find("re-injected 1 dead letter "), std::string::npos) << r.out;
+    const std::string named = fmt::format("shard {} seq {} -> seq ", shard_s, seq);
+    const auto at = r.out.find(named);
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const auto new_seq = std::stoull(r.out.substr(at + named.size()));
+    EXPECT_GT(new_seq, seq);
+    EXPECT_EQ(wait_trace(new_seq, "applied")["state"], "applied");
+    EXPECT_EQ(query(), 1u);
+    const auto old = cairn_json({"trace", std::to_string(seq)});
+    EXPECT_EQ(old["state"], "replaced") << old.dump();
+    EXPECT_EQ(cairn_json({"status"})["journal"]["dead_letters"], 0);
 }
 
 TEST_F(cli, a_poison_op_can_be_dropped_only_with_confirmation) {
