@@ -197,9 +197,9 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
         });
         if (late.value().first == 0) {
             if (late.value().second > 0) {
-                spdlog::warn("cleaner {}: {} dead letters of its {} were journaled before it; after re-injecting them, "
-                             "run a verify with repair (cairn index verify {} --repair)",
-                             def.name, late.value().second, def.on_cells() ? "cells" : "entities", def.name);
+                spdlog::warn("cleaner {}: {} dead letters of its {} were journaled before it and carry no row for it; "
+                             "re-injecting them (cairn dead reinject) journals them again with its rows",
+                             def.name, late.value().second, def.on_cells() ? "cells" : "entities");
             }
             break;
         }
