@@ -212,9 +212,8 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
     // Phase 1: backfill. The total is the objects (entities, rows with the column) on every shard.
     std::uint64_t total = 0;
     for (core::shard_index s = 0; s < shards; ++s) {
-        auto lease = co_await shards_.at(s).async_read_lease();
-        if (!lease) co_return fail(fmt::format("counting {} on shard {}", objects, s), lease.error());
-        auto n = co_await async_count_objects(*lease.value(), def);
+        const auto count = [&](shards::mariadb_conn& conn) { return async_count_objects(conn, def); };
+        auto n = co_await shards_.at(s).async_read(count);
         if (!n) co_return fail(fmt::format("counting {} on shard {}", objects, s), n.error());
         total += n.value();
     }
@@ -225,9 +224,8 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
             if (stopping_) co_return j->update([](cleaner_progress& p) { p.state = "stopped"; });
             std::vector<indexed_object> page;
             {
-                auto lease = co_await shards_.at(s).async_read_lease();
-                if (!lease) co_return fail(fmt::format("reading {} on shard {}", objects, s), lease.error());
-                auto r = co_await async_scan_objects(*lease.value(), def, after, page_rows);
+                const auto scan = [&](shards::mariadb_conn& conn) { return async_scan_objects(conn, def, after, page_rows); };
+                auto r = co_await shards_.at(s).async_read(scan);
                 if (!r) co_return fail(fmt::format("reading {} on shard {}", objects, s), r.error());
                 page = std::move(r.value());
             }
@@ -247,9 +245,8 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
                 if (checking) {
                     // Keep only the rows that are not there: absent, or a tombstone no newer than the
                     // object (a newer one means the object changed after it was read: not missing).
-                    auto lease = co_await shards_.at(target).async_read_lease();
-                    if (!lease) co_return fail(fmt::format("reading index rows on shard {}", target), lease.error());
-                    auto found = co_await shards::async_get_index_rows(*lease.value(), def, target_rows);
+                    const auto get_rows = [&](shards::mariadb_conn& conn) { return shards::async_get_index_rows(conn, def, target_rows); };
+                    auto found = co_await shards_.at(target).async_read(get_rows);
                     if (!found) co_return fail(fmt::format("reading index rows on shard {}", target), found.error());
                     std::erase_if(target_rows, [&](const shards::index_row& want) {
                         return std::any_of(found.value().begin(), found.value().end(), [&](const shards::index_row& have) {
@@ -269,9 +266,8 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
                     });
                 }
                 if (!writing) continue;
-                auto lease = co_await shards_.at(target).async_read_lease();
-                if (!lease) co_return fail(fmt::format("writing index rows on shard {}", target), lease.error());
-                auto w = co_await shards::async_put_index_rows(*lease.value(), def, target_rows);
+                const auto put_rows = [&](shards::mariadb_conn& conn) { return shards::async_put_index_rows(conn, def, target_rows); };
+                auto w = co_await shards_.at(target).async_read(put_rows);
                 if (!w) co_return fail(fmt::format("writing index rows on shard {}", target), w.error());
                 added += target_rows.size();
             }
@@ -289,9 +285,8 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
     // Phase 2: stale rows. The total grows by the index rows there are now.
     std::uint64_t index_rows = 0;
     for (core::shard_index s = 0; s < shards; ++s) {
-        auto lease = co_await shards_.at(s).async_read_lease();
-        if (!lease) co_return fail(fmt::format("counting index rows on shard {}", s), lease.error());
-        auto n = co_await shards::async_count_index_rows(*lease.value(), def);
+        const auto count = [&](shards::mariadb_conn& conn) { return shards::async_count_index_rows(conn, def); };
+        auto n = co_await shards_.at(s).async_read(count);
         if (!n) co_return fail(fmt::format("counting index rows on shard {}", s), n.error());
         index_rows += n.value();
     }
@@ -305,9 +300,8 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
             if (stopping_) co_return j->update([](cleaner_progress& p) { p.state = "stopped"; });
             std::vector<shards::index_row> page;
             {
-                auto lease = co_await shards_.at(s).async_read_lease();
-                if (!lease) co_return fail(fmt::format("reading index rows on shard {}", s), lease.error());
-                auto r = co_await shards::async_scan_index_rows(*lease.value(), def, after, page_rows);
+                const auto scan = [&](shards::mariadb_conn& conn) { return shards::async_scan_index_rows(conn, def, after, page_rows); };
+                auto r = co_await shards_.at(s).async_read(scan);
                 if (!r) co_return fail(fmt::format("reading index rows on shard {}", s), r.error());
                 page = std::move(r.value());
             }
@@ -319,10 +313,12 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
                 if (!row.deleted) ids[shards_.map().shard_of_hash(core::hash_bytes(row.entity_id))].push_back(row.entity_id);
             }
             std::map<std::string, indexed_object> current;
-            for (auto& [home, home_ids] : ids) {
-                auto lease = co_await shards_.at(home).async_read_lease();
-                if (!lease) co_return fail(fmt::format("reading {} on shard {}", objects, home), lease.error());
-                auto r = co_await async_current_objects(*lease.value(), def, home_ids);
+            for (auto& entry : ids) {
+                // Not a structured binding: the lambda below captures these (clang 14 cannot).
+                const core::shard_index home = entry.first;
+                const auto& home_ids = entry.second;
+                const auto current_of = [&](shards::mariadb_conn& conn) { return async_current_objects(conn, def, home_ids); };
+                auto r = co_await shards_.at(home).async_read(current_of);
                 if (!r) co_return fail(fmt::format("reading {} on shard {}", objects, home), r.error());
                 for (auto& o : r.value()) {
                     if (o) current.emplace(o->id, std::move(*o));
@@ -354,9 +350,8 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
             }
             if (!writing) tombstones.clear();
             if (!tombstones.empty()) {
-                auto lease = co_await shards_.at(s).async_read_lease();
-                if (!lease) co_return fail(fmt::format("tombstoning index rows on shard {}", s), lease.error());
-                auto w = co_await shards::async_put_index_rows(*lease.value(), def, tombstones);
+                const auto put_rows = [&](shards::mariadb_conn& conn) { return shards::async_put_index_rows(conn, def, tombstones); };
+                auto w = co_await shards_.at(s).async_read(put_rows);
                 if (!w) co_return fail(fmt::format("tombstoning index rows on shard {}", s), w.error());
                 j->c_removed->inc(tombstones.size());
             }

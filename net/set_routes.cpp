@@ -6,12 +6,15 @@
 #include "net/edge_json.hpp"
 #include "net/gateway.hpp"
 #include "net/routes.hpp"
+#include "journal/journal.hpp"
 #include "net/set_merge.hpp"
 #include "shards/edge_store.hpp"
 #include "shards/pool.hpp"
 #include "shards/shard_set.hpp"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace cairn::net {
 namespace {
@@ -25,15 +28,15 @@ constexpr std::size_t set_limit_default = 100;
 id_fetch fetch_for(gateway& gw, std::string graph, const set_query& q) {
     return [&gw, graph = std::move(graph), q](std::optional<std::int64_t> after,
                                               std::size_t n) -> asio::awaitable<core::result<std::vector<std::int64_t>>> {
-        auto lease = co_await gw.shards.at(gw.map.shard_of_id(q.node_id)).async_read_lease();
-        if (!lease) co_return lease.error();
         const auto direction = q.forward ? shards::edge_direction::forward : shards::edge_direction::backward;
-        auto ids = co_await shards::async_scan_other_ids(*lease.value(), graph, q.node_id, direction, q.state, after, n);
-        co_return ids;
+        const auto scan = [&](shards::mariadb_conn& conn) {
+            return shards::async_scan_other_ids(conn, graph, q.node_id, direction, q.state, after, n);
+        };
+        co_return co_await gw.shards.at(gw.map.shard_of_id(q.node_id)).async_read(scan);
     };
 }
 
-constexpr std::string_view set_query_params[] = {"ids"};
+constexpr std::string_view set_query_params[] = {"ids", "after", "timeout_ms"};
 
 asio::awaitable<response> async_post_set(gateway& gw, route_context& ctx) {
     const auto& req = ctx.req;
@@ -71,6 +74,17 @@ asio::awaitable<response> async_post_set(gateway& gw, route_context& ctx) {
                                         "unchanged");
         }
         after = c->other_id;
+    }
+    auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
+    if (auto* e = std::get_if<input_error>(&w)) co_return detail::bad_field(req, e->field, e->detail);
+    const auto& wait = std::get<detail::wait_params>(w);
+    if (wait.after) {
+        // Read-your-writes: every operand's shard has applied the seq before the first read.
+        std::vector<core::shard_index> needed;
+        for (const auto& q : sr.queries) needed.push_back(gw.map.shard_of_id(q.node_id));
+        std::sort(needed.begin(), needed.end());
+        needed.erase(std::unique(needed.begin(), needed.end()), needed.end());
+        if (auto p = co_await detail::async_wait_after(gw, req, wait, std::move(needed))) co_return std::move(*p);
     }
     std::vector<id_fetch> fetches;
     for (const auto& q : sr.queries) fetches.push_back(fetch_for(gw, graph, q));

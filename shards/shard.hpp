@@ -16,6 +16,7 @@
 #include "core/result.hpp"
 #include "core/shard_map.hpp"
 #include "shards/mariadb_conn.hpp"
+#include "shards/pool.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -23,6 +24,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 namespace cairn::journal {
 class journal;
@@ -33,8 +35,6 @@ namespace cairn::shards {
 class apply_target;
 class apply_worker;
 class edge_get_batcher;
-class lease;
-class pool;
 
 struct shard_options {
     core::shard_index index = 0;
@@ -59,6 +59,16 @@ public:
 
     // A connection of the read pool (see pool::async_acquire for its errors and bounds).
     [[nodiscard]] boost::asio::awaitable<core::result<lease>> async_read_lease();
+    // The one shape of a read: query(mariadb_conn&) -> awaitable<core::result<T>> run on a read
+    // connection leased for it and given back when it ends; a failed lease is its error. query
+    // is taken by reference (g++ 12 cannot copy a closure made inside a coroutine into another
+    // coroutine's frame): it must outlive the await, as the caller's frame does.
+    template <class Query>
+    auto async_read(const Query& query) -> std::invoke_result_t<const Query&, mariadb_conn&> {
+        auto l = co_await async_read_lease();
+        if (!l) co_return l.error();
+        co_return co_await query(*l.value());
+    }
     // Point reads of single edges, combined under load (shards/edge_get_batcher.hpp).
     edge_get_batcher& edge_gets() noexcept { return *get_batcher_; }
 

@@ -121,9 +121,8 @@ template <class Query>
 boost::asio::awaitable<core::error_code> shard_set::async_read_each(const std::vector<core::shard_index>& shards,
                                                                     Query query, std::chrono::milliseconds deadline) const {
     auto task = [this, query](core::shard_index s) -> boost::asio::awaitable<core::result<void>> {
-        auto lease = co_await at(s).async_read_lease();
-        if (!lease) co_return lease.error();
-        co_return co_await query(s, *lease.value());
+        const auto one = [&](mariadb_conn& conn) { return query(s, conn); };
+        co_return co_await at(s).async_read(one);
     };
     co_return co_await async_fan_out(shards, task, deadline);
 }

@@ -27,10 +27,7 @@ boost::asio::awaitable<response> async_read_shard(gateway& gw, const request& re
         std::vector<core::shard_index> needed(1, shard);
         if (auto p = co_await async_wait_after(gw, req, wait, std::move(needed))) co_return std::move(*p);
     }
-    auto lease = co_await gw.shards.at(shard).async_read_lease();
-    if (!lease) co_return shard_problem(req, lease.error());
-    auto r = co_await query(*lease.value());
-    lease.value().reset();
+    auto r = co_await gw.shards.at(shard).async_read(query);
     if (!r) co_return shard_problem(req, r.error());
     co_return render(std::move(r).value());
 }

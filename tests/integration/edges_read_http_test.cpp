@@ -233,6 +233,17 @@ TEST_F(edges_read_http, after_waits_for_the_shard_and_times_out_with_504_when_it
     EXPECT_EQ(late["seq"], seq);
     EXPECT_EQ(late["shards"], json::array({2}));
     get_json(fmt::format("/v1/graphs/follows/nodes/{}/count?after={}&timeout_ms=0", dead_id, seq), 504);
+    // A set operation waits for the shard of every operand: the live one answers with the edge,
+    // one more operand on the dead shard makes it a 504 naming that shard alone.
+    const auto set_of = [&](const std::string& queries, int status) {
+        auto r = http_post(port(), fmt::format("/v1/graphs/follows/sets?after={}&timeout_ms=200", seq),
+                           fmt::format(R"({{"op": "union", "queries": {}}})", queries));
+        EXPECT_TRUE(r && r->status == status) << (r ? r->body : "no answer");
+        return r ? json::parse(r->body) : json();
+    };
+    EXPECT_EQ(set_of(fmt::format(R"([{{"node_id": {}}}])", live_id), 200)["ids"], json::array({live_dest}));
+    EXPECT_EQ(set_of(fmt::format(R"([{{"node_id": {}}}, {{"node_id": {}}}])", live_id, dead_id), 504)["shards"],
+              json::array({2}));
 
     // wait=applied on a write that touches the dead shard: durable, but 504 with its seq.
     auto wa = http_post(port(), "/v1/graphs/follows/edges?wait=applied&timeout_ms=200",
