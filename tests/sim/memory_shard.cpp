@@ -1,5 +1,6 @@
 #include "tests/sim/memory_shard.hpp"
 
+#include "core/cells.hpp"
 #include "core/shard_map.hpp"
 #include "shards/model_dispatch.hpp"
 
@@ -67,6 +68,24 @@ void memory_shard::apply_op(const core::op& o, const core::shard_map& map) {
             auto& ts = index_rows_[{entry.index, entry.values, e->id}];
             ts = std::max(ts, o.ts);
         }
+        return;
+    }
+    if (const auto* c = std::get_if<core::cell_op>(&o.body)) {
+        if (map.shard_of_hash(core::hash_bytes(c->row_key)) == index_) {
+            auto [it, fresh] = cells_.try_emplace({c->table, c->row_key, c->column, c->ref_key}, cell_row{o.ts, c->body});
+            if (!fresh && core::cell_version_wins(o.ts, c->body, it->second.ts, it->second.body)) it->second = {o.ts, c->body};
+        }
+        // A cell index row is versioned by the cell's ref_key: the greatest version wins.
+        for (const auto& entry : c->entries) {
+            if (map.shard_of_hash(entry.shard_hash) != index_) continue;
+            auto& ts = index_rows_[{entry.index, entry.values, c->row_key}];
+            ts = std::max(ts, core::cell_index_version(c->ref_key));
+        }
+        return;
+    }
+    if (const auto* d = std::get_if<core::index_def_op>(&o.body)) {
+        auto [it, fresh] = index_defs_.try_emplace(d->name, index_def_row{o.ts, d->dropped, d->definition});
+        if (!fresh && index_def_wins(o.ts, d->dropped, it->second)) it->second = {o.ts, d->dropped, d->definition};
         return;
     }
     // Edge and node ops: the model keeps both rows of an edge; the simulator compares only the

@@ -2,7 +2,8 @@
 // seed: the simulation (tests/sim/simulator.hpp) gives it to the real apply worker in place of
 // MariaDB. It keeps the rows of the ops it applied (edges and node registers with the same
 // last-writer-wins rules as the real tables, entities and their index rows last-writer-wins by ts,
-// counters deduplicated by op id) and a log of every
+// cells first-writer-wins with their index rows at the greatest version, index definitions
+// newest-wins, counters deduplicated by op id) and a log of every
 // apply, so the simulator can check what was applied, how often and when. Single-threaded: used
 // from the simulation's one io_context thread only.
 #pragma once
@@ -49,6 +50,27 @@ using entity_key = std::pair<std::string, std::string>;  // (kind, id)
 // An index row of an entity: (index, values, entity id) -> the greatest ts that wrote it.
 using index_row_key = std::tuple<std::string, std::vector<core::index_value>, std::string>;
 
+// A cell (table, row_key, column, ref_key): the write with the smaller (ts, body) wins
+// (core::cell_version_wins), so the first writer keeps it whatever order they arrive in.
+using cell_key = std::tuple<std::string, std::string, std::string, std::int64_t>;
+struct cell_row {
+    std::uint64_t ts = 0;
+    std::string body;
+    friend bool operator==(const cell_row&, const cell_row&) = default;
+};
+
+// An index definition as every shard's index_defs holds it: the newest ts wins, a drop wins a tie.
+struct index_def_row {
+    std::uint64_t ts = 0;
+    bool dropped = false;
+    std::string definition;
+    friend bool operator==(const index_def_row&, const index_def_row&) = default;
+};
+// Whether a (ts, dropped) write replaces the stored definition (as shards/index_store.cpp decides).
+constexpr bool index_def_wins(std::uint64_t ts, bool dropped, const index_def_row& stored) noexcept {
+    return ts > stored.ts || (ts == stored.ts && dropped && !stored.dropped);
+}
+
 struct counter_cell {
     std::int64_t sum = 0;
     std::set<std::uint64_t> op_ids;
@@ -85,6 +107,8 @@ public:
     const std::map<counter_key, counter_cell>& counters() const noexcept { return counters_; }
     const std::map<entity_key, entity_row>& entities() const noexcept { return entities_; }
     const std::map<index_row_key, std::uint64_t>& index_rows() const noexcept { return index_rows_; }
+    const std::map<cell_key, cell_row>& cells() const noexcept { return cells_; }
+    const std::map<std::string, index_def_row>& index_defs() const noexcept { return index_defs_; }
     std::uint64_t statements() const noexcept { return statements_; }
 
     // Folds the op's rows that live on this shard into the state (what a successful statement does).
@@ -108,6 +132,8 @@ private:
     std::map<counter_key, counter_cell> counters_;
     std::map<entity_key, entity_row> entities_;
     std::map<index_row_key, std::uint64_t> index_rows_;
+    std::map<cell_key, cell_row> cells_;
+    std::map<std::string, index_def_row> index_defs_;
     std::uint64_t statements_ = 0;
 };
 

@@ -3,6 +3,7 @@
 #include "tests/sim/simulator.hpp"
 
 #include "core/assert.hpp"
+#include "core/cells.hpp"
 #include "core/hlc.hpp"
 #include "core/indexes.hpp"
 #include "core/limits.hpp"
@@ -62,6 +63,11 @@ std::string describe(const core::op& o) {
                 return fmt::format("node {} {}", b.node_id, core::node_action_name(b.action));
             } else if constexpr (std::is_same_v<T, core::counter_op>) {
                 return fmt::format("counter {}[{}] +{}", b.metric, b.dimensions.empty() ? "" : b.dimensions[0], b.delta);
+            } else if constexpr (std::is_same_v<T, core::cell_op>) {
+                return fmt::format("cell {} {} {} v{} {} ({} index entries)", b.table, static_cast<int>(b.row_key.back()),
+                                   b.column, b.ref_key, b.body, b.entries.size());
+            } else if constexpr (std::is_same_v<T, core::index_def_op>) {
+                return fmt::format("index {} {}", b.name, b.dropped ? "drop" : "create");
             } else if constexpr (std::is_same_v<T, core::entity_op>) {
                 return fmt::format("entity {} {}{} ({} index entries)", b.entity_kind, static_cast<int>(b.id.back()),
                                    b.deleted ? " deleted" : "", b.entries.size());
@@ -202,7 +208,7 @@ private:
     core::op random_op() {
         core::op o;
         o.ts = gw_.clock->now();
-        const auto kind = below(12);
+        const auto kind = below(16);
         if (kind < 6) {
             core::edge_op e;
             e.graph = "follows";
@@ -219,6 +225,34 @@ private:
             n.node_id = static_cast<std::int64_t>(below(node_ids));
             n.action = static_cast<core::node_action>(below(3));
             o.body = std::move(n);
+        } else if (kind >= 12 && kind < 15) {
+            // A cell of a few rows, columns and versions (so that writes race for one cell, and
+            // the first writer must win), with the row of a cell index on its BASE column.
+            core::cell_op c;
+            c.table = "users";
+            c.row_key = std::string(15, '\0') + static_cast<char>(below(entity_ids));
+            c.column = below(2) == 0 ? "BASE" : "PROFILE";
+            c.ref_key = static_cast<std::int64_t>(below(3));
+            const auto company = static_cast<std::int64_t>(below(4));
+            c.body = fmt::format("company {} note {}", company, below(3));
+            if (c.column == "BASE") {
+                c.entries.push_back({"users_by_company", {core::index_value(company)},
+                                     core::index_value_hash(core::index_value(company))});
+            }
+            o.body = std::move(c);
+        } else if (kind == 15) {
+            // An index definition, created or dropped: on every shard, the newest wins.
+            core::index_def_op d;
+            d.name = below(2) == 0 ? "by_age" : "by_email";
+            d.dropped = chance(300);
+            if (!d.dropped) {
+                core::index_def def;
+                def.name = d.name;
+                def.kind = "user";
+                def.properties.push_back({d.name.substr(3), core::index_value_type::integer, 0});
+                d.definition = core::encode_index_def(def);
+            }
+            o.body = std::move(d);
         } else if (kind >= 9) {
             // An entity of a few ids (so that writes race), with the rows of two indexes (an
             // integer and a string value, each routed by its own hash) unless it is a delete.
@@ -290,15 +324,21 @@ private:
     void record_acked(std::uint64_t seq, const core::op& o) {
         std::uint32_t owners = 0;
         for (const auto s : shards::shards_of(o, map_)) owners |= 1u << s;
-        if (const auto* e = std::get_if<core::entity_op>(&o.body)) {
-            // Worked out here, not only by the routing under test: the entity's row on its id's
-            // shard, each index row on its value's shard. A route that forgot one fails here.
-            std::uint32_t want = 1u << map_.shard_of_hash(core::hash_bytes(e->id));
-            for (const auto& entry : e->entries) want |= 1u << map_.shard_of_hash(entry.shard_hash);
-            if (want != owners) {
-                fail(fmt::format("op {:x} ({}) routes to shards {:#x}, its rows live on {:#x}", o.op_id, describe(o),
-                                 owners, want));
-            }
+        // Worked out here, not only by the routing under test: an entity's row on its id's shard, a
+        // cell's on its row key's, each index row on its value's shard, an index definition on
+        // every shard. A route that forgot one fails here.
+        std::optional<std::uint32_t> want;
+        const auto rows_of = [&](std::string_view home, const std::vector<core::index_entry>& entries) {
+            std::uint32_t bits = 1u << map_.shard_of_hash(core::hash_bytes(home));
+            for (const auto& entry : entries) bits |= 1u << map_.shard_of_hash(entry.shard_hash);
+            return bits;
+        };
+        if (const auto* e = std::get_if<core::entity_op>(&o.body)) want = rows_of(e->id, e->entries);
+        if (const auto* c = std::get_if<core::cell_op>(&o.body)) want = rows_of(c->row_key, c->entries);
+        if (std::holds_alternative<core::index_def_op>(o.body)) want = (1u << shard_count_) - 1;
+        if (want && *want != owners) {
+            fail(fmt::format("op {:x} ({}) routes to shards {:#x}, its rows live on {:#x}", o.op_id, describe(o), owners,
+                             *want));
         }
         acked_[seq] = {o, owners};
         by_id_[o.op_id] = o;
@@ -516,10 +556,33 @@ private:
             // Entities: the op with the greatest ts per entity (ts are unique), and per index row.
             std::map<entity_key, const core::op*> newest;
             std::map<index_row_key, std::uint64_t> want_index_rows;
+            // Cells: the op with the smallest (ts, body) per cell; index definitions: the newest
+            // per name, a drop winning a tie.
+            std::map<cell_key, const core::op*> first_cells;
+            std::map<std::string, const core::op*> newest_defs;
             for (const auto& [id, n] : shard.applies()) {
                 const auto& o = by_id_.at(id);
                 if (const auto* c = std::get_if<core::counter_op>(&o.body)) {
                     counters[counter_key_of(*c)] += c->delta;
+                } else if (const auto* cell = std::get_if<core::cell_op>(&o.body)) {
+                    if (map_.shard_of_hash(core::hash_bytes(cell->row_key)) == s) {
+                        auto& best = first_cells[{cell->table, cell->row_key, cell->column, cell->ref_key}];
+                        if (!best || o.ts < best->ts ||
+                            (o.ts == best->ts && cell->body < std::get<core::cell_op>(best->body).body)) {
+                            best = &o;
+                        }
+                    }
+                    for (const auto& entry : cell->entries) {
+                        if (map_.shard_of_hash(entry.shard_hash) != s) continue;
+                        auto& ts = want_index_rows[{entry.index, entry.values, cell->row_key}];
+                        ts = std::max(ts, core::cell_index_version(cell->ref_key));
+                    }
+                } else if (const auto* d = std::get_if<core::index_def_op>(&o.body)) {
+                    auto& best = newest_defs[d->name];
+                    if (!best || o.ts > best->ts ||
+                        (o.ts == best->ts && d->dropped && !std::get<core::index_def_op>(best->body).dropped)) {
+                        best = &o;
+                    }
                 } else if (const auto* e = std::get_if<core::entity_op>(&o.body)) {
                     if (map_.shard_of_hash(core::hash_bytes(e->id)) == s) {
                         auto& best = newest[{e->entity_kind, e->id}];
@@ -571,7 +634,18 @@ private:
                 return fail(fmt::format("convergence: shard {}'s entity rows differ from the model", s));
             }
             if (want_index_rows != shard.index_rows()) {
-                return fail(fmt::format("convergence: shard {}'s entity index rows differ from the model", s));
+                return fail(fmt::format("convergence: shard {}'s entity and cell index rows differ from the model", s));
+            }
+            std::map<cell_key, cell_row> want_cells;
+            for (const auto& [k, o] : first_cells) want_cells[k] = {o->ts, std::get<core::cell_op>(o->body).body};
+            if (want_cells != shard.cells()) return fail(fmt::format("convergence: shard {}'s cells differ from the model", s));
+            std::map<std::string, index_def_row> want_defs;
+            for (const auto& [name, o] : newest_defs) {
+                const auto& d = std::get<core::index_def_op>(o->body);
+                want_defs[name] = {o->ts, d.dropped, d.definition};
+            }
+            if (want_defs != shard.index_defs()) {
+                return fail(fmt::format("convergence: shard {}'s index definitions differ from the model", s));
             }
         }
         trace("converged");
