@@ -15,6 +15,7 @@
 #include "net/auth.hpp"
 #include "net/gateway.hpp"
 #include "net/http_server.hpp"
+#include "net/tls.hpp"
 #include "net/replay_routes.hpp"
 #include "net/router.hpp"
 #include "net/routes.hpp"
@@ -234,6 +235,14 @@ int main(int argc, char** argv) {
     net::server_options so;
     so.address = cfg.listen_address;
     so.port = cfg.listen_port;
+    if (cfg.tls.enabled()) {
+        auto tls = net::make_tls_context(cfg.tls);
+        if (auto* e = std::get_if<std::string>(&tls)) {
+            spdlog::critical("cannot set up TLS: {}", *e);
+            return exit_startup;
+        }
+        so.tls = std::get<0>(std::move(tls));
+    }
     so.lim = cfg.lim;
     so.stop_timeout = cfg.lim.stop_drain;
     net::http_server server(ioc, so, router, auth, metrics);
@@ -250,8 +259,8 @@ int main(int argc, char** argv) {
     asio::co_spawn(refresh_strand, indexes.async_refresh_loop(std::chrono::seconds(2)),
                    core::log_task_end("index_refresh"));
     server.start();
-    spdlog::info("cairnd listening on {}:{} with {} shards, journal {} (last seq {})", cfg.listen_address,
-                 server.port(), cfg.shards.size(), cfg.journal_path, jn.last_seq());
+    spdlog::info("cairnd listening on {}:{}{} with {} shards, journal {} (last seq {})", cfg.listen_address,
+                 server.port(), cfg.tls.enabled() ? " (TLS)" : "", cfg.shards.size(), cfg.journal_path, jn.last_seq());
 
     // Shutdown: on a signal (exit 0) or a sticky journal failure (exit 2). Everything here runs on
     // one strand, so the health check cannot re-arm itself after the stop. The stop ends every

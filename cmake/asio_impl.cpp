@@ -4,4 +4,5 @@
 #include <utility>  // Boost 1.74's awaitable.hpp forgets it.
 
 #include <boost/asio/impl/src.hpp>
+#include <boost/asio/ssl/impl/src.hpp>
 #include <boost/beast/src.hpp>

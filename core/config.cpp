@@ -283,8 +283,23 @@ config_result parse_config(std::string_view text, std::string_view source_name) 
         r.string("address", c.listen_address);
         r.integer("port", c.listen_port, 0, 65535);
         r.integer("threads", c.threads, 1, 64);
+        r.skip("tls");
         r.check_unknown();
         first_error(r.error());
+        if (const toml::node* n = t->get("tls"); n && error.empty()) {
+            if (!n->is_table()) {
+                error = "listen.tls: must be a table ([listen.tls])";
+            } else {
+                table_reader tr(*n->as_table(), "listen.tls");
+                tr.string("cert_file", c.tls.cert_file);
+                tr.string("key_file", c.tls.key_file);
+                tr.string("client_ca_file", c.tls.client_ca_file);
+                tr.check_unknown();
+                first_error(tr.error());
+                if (error.empty() && c.tls.cert_file.empty()) error = "listen.tls.cert_file: is required with [listen.tls]";
+                if (error.empty() && c.tls.key_file.empty()) error = "listen.tls.key_file: is required with [listen.tls]";
+            }
+        }
     }
     if (auto* t = sub_table(root, "journal", error)) {
         table_reader r(*t, "journal");

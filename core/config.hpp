@@ -33,11 +33,21 @@ struct token_config {
     role token_role = role::read;
 };
 
+// [listen.tls]: HTTPS and WSS on the listener, TLS 1.2 or newer. Files in PEM, paths relative to the
+// working directory. Read when cairnd starts; a file that is missing or does not fit is an error then.
+struct tls_config {
+    std::string cert_file;       // the certificate chain (the server's first); empty: plain HTTP
+    std::string key_file;        // its private key (unencrypted)
+    std::string client_ca_file;  // set: every client must present a certificate these CAs signed
+    bool enabled() const noexcept { return !cert_file.empty(); }
+};
+
 struct config {
     std::uint64_t node_id = 1;
     std::string listen_address = "127.0.0.1";
     std::uint16_t listen_port = 8080;
     std::uint32_t threads = 2;
+    tls_config tls;
     std::string journal_path = "var/journal";
     std::uint64_t journal_size_bytes_max = std::uint64_t{8} << 30;
     std::chrono::seconds journal_retention{24 * 3600};

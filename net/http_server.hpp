@@ -22,6 +22,15 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <variant>
+
+namespace boost::asio::ssl {
+class context;
+}
+namespace boost::beast {
+template <class NextLayer>
+class ssl_stream;
+}
 
 namespace cairn::net {
 
@@ -39,6 +48,8 @@ struct server_options {
     // How long stop() lets in-flight requests (and upgraded connections) finish before it
     // closes their connections.
     std::chrono::milliseconds stop_timeout{5'000};
+    // Set: every connection is TLS (net/tls.hpp); the handshake must end within lim.timeout_read.
+    std::shared_ptr<boost::asio::ssl::context> tls;
 };
 
 // Tells an upgraded connection's handler that the server is stopping, so that it can end its
@@ -73,7 +84,10 @@ private:
 // returned awaitable completes; the connection still counts against connections_max until then,
 // and stop() notifies `stop`, then closes the connection after stop_timeout. Runs on the
 // connection's strand.
-using upgrade_handler = std::function<boost::asio::awaitable<void>(boost::beast::tcp_stream& stream, request req,
+// The upgraded connection: plain, or TLS over it (server_options::tls).
+using tls_stream = boost::beast::ssl_stream<boost::beast::tcp_stream>;
+using upgrade_stream = std::variant<boost::beast::tcp_stream*, tls_stream*>;
+using upgrade_handler = std::function<boost::asio::awaitable<void>(upgrade_stream stream, request req,
                                                                    core::role caller_role, stop_notice& stop)>;
 
 class http_server {

@@ -16,6 +16,8 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 #include <boost/beast/websocket/stream.hpp>
 
 #include <msgpack.hpp>
@@ -96,9 +98,11 @@ std::string render_answer(const json& id, const response& res, bool binary) {
 
 // One upgraded connection. Lives in the upgrade handler's frame; every member is touched only
 // on the connection's strand (the handler's executor), where request coroutines run too.
+// Stream: beast::tcp_stream or tls_stream.
+template <class Stream>
 class ws_session {
 public:
-    ws_session(beast::tcp_stream& stream, const router& r, const core::limits& lim, core::role role, ws_metrics& m)
+    ws_session(Stream& stream, const router& r, const core::limits& lim, core::role role, ws_metrics& m)
         : ws_(stream), router_(r), lim_(lim), role_(role), metrics_(m) {}
 
     asio::awaitable<void> async_run(request upgrade, stop_notice& stop) {
@@ -281,7 +285,7 @@ private:
         close_when_quiet();
     }
 
-    websocket::stream<beast::tcp_stream&> ws_;
+    websocket::stream<Stream&> ws_;
     const router& router_;
     const core::limits& lim_;
     core::role role_;
@@ -323,12 +327,29 @@ std::optional<response> handshake_problem(const request& req) {
 }
 
 // Writes a refusal of the upgrade and closes the connection.
-asio::awaitable<void> async_refuse(beast::tcp_stream& stream, response res) {
+template <class Stream>
+asio::awaitable<void> async_refuse(Stream& stream, response res) {
     res.keep_alive(false);
     res.set(http::field::server, "cairn");
     error_code ec;
     co_await http::async_write(stream, res, use_ec(ec));
-    stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+    beast::get_lowest_layer(stream).socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+}
+
+template <class Stream>
+asio::awaitable<void> async_serve_ws(Stream& stream, request req, core::role role, stop_notice& stop, const router& r,
+                                     const core::limits& lim, ws_metrics& m) {
+    if (role == core::role::none) {
+        // Tokens are configured and this upgrade carries none: refuse before upgrading.
+        co_await async_refuse(stream, auth::unauthorized(req));
+        co_return;
+    }
+    if (auto res = handshake_problem(req)) {
+        co_await async_refuse(stream, std::move(*res));
+        co_return;
+    }
+    ws_session<Stream> session(stream, r, lim, role, m);
+    co_await session.async_run(std::move(req), stop);
 }
 
 upgrade_handler make_ws_handler(const router& r, const core::limits& lim, core::registry& metrics) {
@@ -336,19 +357,12 @@ upgrade_handler make_ws_handler(const router& r, const core::limits& lim, core::
         metrics.add_counter("cairn_ws_messages_total", "WebSocket request messages received", {}),
         metrics.add_counter("cairn_ws_rejected_total", "WebSocket messages answered 400 or 429 without routing", {}),
         metrics.add_gauge("cairn_ws_connections", "Open WebSocket connections", {})});
-    return [&r, lim, m](beast::tcp_stream& stream, request req, core::role role,
-                        stop_notice& stop) -> asio::awaitable<void> {
-        if (role == core::role::none) {
-            // Tokens are configured and this upgrade carries none: refuse before upgrading.
-            co_await async_refuse(stream, auth::unauthorized(req));
-            co_return;
+    return [&r, lim, m](upgrade_stream stream, request req, core::role role, stop_notice& stop) -> asio::awaitable<void> {
+        if (auto* tls = std::get_if<tls_stream*>(&stream)) {
+            co_await async_serve_ws(**tls, std::move(req), role, stop, r, lim, *m);
+        } else {
+            co_await async_serve_ws(*std::get<beast::tcp_stream*>(stream), std::move(req), role, stop, r, lim, *m);
         }
-        if (auto res = handshake_problem(req)) {
-            co_await async_refuse(stream, std::move(*res));
-            co_return;
-        }
-        ws_session session(stream, r, lim, role, *m);
-        co_await session.async_run(std::move(req), stop);
     };
 }
 

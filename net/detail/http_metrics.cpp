@@ -23,7 +23,10 @@ http_metrics::http_metrics(core::registry& reg, const router& r)
       accept_errors_(reg.add_counter("cairn_http_accept_errors_total",
                                      "Failed accepts (e.g. EMFILE); the listener backs off after each")),
       evictions_(reg.add_counter("cairn_http_connections_evicted_total",
-                                 "Connections waiting for a request closed to admit a new one at limits.connections_max")) {
+                                 "Connections waiting for a request closed to admit a new one at limits.connections_max")),
+      tls_handshake_failures_(reg.add_counter("cairn_tls_handshake_failures_total",
+                                              "TLS connections that ended before their handshake did (a plain-text "
+                                              "client, a refused client certificate, a timeout)")) {
     for (std::size_t i = 0; i < (routes_cached_ + 1) * status_count; ++i) {
         cells_[i].store(nullptr, std::memory_order_relaxed);
     }

@@ -27,6 +27,7 @@ public:
     void set_connections(std::size_t n) noexcept { connections_.set(static_cast<double>(n)); }
     void count_accept_error() noexcept { accept_errors_.inc(); }
     void count_eviction() noexcept { evictions_.inc(); }
+    void count_tls_handshake_failure() noexcept { tls_handshake_failures_.inc(); }
     std::uint64_t accept_errors() const noexcept { return accept_errors_.value(); }
 
 private:
@@ -43,6 +44,7 @@ private:
     core::gauge& connections_;
     core::counter& accept_errors_;
     core::counter& evictions_;
+    core::counter& tls_handshake_failures_;
 };
 
 }  // namespace cairn::net::detail

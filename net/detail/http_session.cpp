@@ -15,6 +15,8 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream_base.hpp>
 
 #include <spdlog/spdlog.h>
 
@@ -181,7 +183,10 @@ asio::awaitable<void> server_state::async_accept_loop(std::shared_ptr<server_sta
                 break;
             }
             case admission::full: {
-                tcp::socket s = session->stream_.release_socket();
+                // Over TLS a plain-text 503 would be noise to the client, and a handshake is work
+                // an overloaded server should not do: the connection is just closed.
+                if (self->opts.tls) break;
+                tcp::socket s = session->lowest().release_socket();
                 auto ex = s.get_executor();
                 asio::co_spawn(ex, async_reject(self, std::move(s)), core::log_task_end("http_reject"));
                 break;
@@ -334,8 +339,19 @@ void server_state::close_all_sessions() {
 
 // http_session ----------------------------------------------------------------------------
 
+namespace {
+std::variant<beast::tcp_stream, tls_stream> make_stream(tcp::socket socket, const server_options& opts) {
+    if (opts.tls) return std::variant<beast::tcp_stream, tls_stream>(std::in_place_type<tls_stream>, std::move(socket), *opts.tls);
+    return std::variant<beast::tcp_stream, tls_stream>(std::in_place_type<beast::tcp_stream>, std::move(socket));
+}
+}  // namespace
+
 http_session::http_session(std::shared_ptr<server_state> server, tcp::socket socket)
-    : server_(std::move(server)), stream_(std::move(socket)) {}
+    : server_(std::move(server)), stream_(make_stream(std::move(socket), server_->opts)) {}
+
+beast::tcp_stream& http_session::lowest() {
+    return std::visit([](auto& s) -> beast::tcp_stream& { return beast::get_lowest_layer(s); }, stream_);
+}
 
 http_session::~http_session() {
     server_->release(*this, false);  // Only if async_run did not end normally.
@@ -349,7 +365,7 @@ void http_session::close_if_idle() {
     }
 }
 
-void http_session::close() { stream_.close(); }
+void http_session::close() { lowest().close(); }
 
 void http_session::evict() {
     evicted_ = true;
@@ -358,7 +374,11 @@ void http_session::evict() {
 
 asio::awaitable<void> http_session::async_run(std::shared_ptr<http_session> self) {
     try {
-        co_await self->async_serve();
+        if (auto* tls = std::get_if<tls_stream>(&self->stream_)) {
+            co_await self->async_serve(*tls);
+        } else {
+            co_await self->async_serve(std::get<beast::tcp_stream>(self->stream_));
+        }
     } catch (...) {
         self->server_->release(*self, true);
         throw;  // log_task_end logs it.
@@ -366,13 +386,29 @@ asio::awaitable<void> http_session::async_run(std::shared_ptr<http_session> self
     self->server_->release(*self, true);
 }
 
-asio::awaitable<void> http_session::async_serve() {
+template <class Stream>
+asio::awaitable<void> http_session::async_serve(Stream& stream) {
+    constexpr bool tls = std::is_same_v<Stream, tls_stream>;
     const core::limits& lim = server_->opts.lim;
+    beast::tcp_stream& conn = beast::get_lowest_layer(stream);
     error_code ec;
     bool first = true;
-    // The first request must arrive whole within timeout_read of the accept; later ones may be
-    // preceded by up to timeout_idle of silence, and then must arrive whole within timeout_read.
-    stream_.expires_after(lim.timeout_read);
+    // The first request must arrive whole within timeout_read of the accept (the TLS handshake
+    // included); later ones may be preceded by up to timeout_idle of silence, and then must arrive
+    // whole within timeout_read.
+    conn.expires_after(lim.timeout_read);
+    if constexpr (tls) {
+        // Until the handshake ends the connection may be evicted like one waiting for a request,
+        // so handshakes that never finish cannot hoard the slots either.
+        reading_header_ = true;
+        server_->set_waiting(*this, true);
+        co_await stream.async_handshake(asio::ssl::stream_base::server, use_ec(ec));
+        if (ec) {
+            server_->metrics.count_tls_handshake_failure();
+            spdlog::debug("tls handshake failed: {}", ec.message());
+            co_return;
+        }
+    }
     for (;;) {
         if (evicted_) co_return;
         // From here until its header is read, this connection may be evicted for a new one.
@@ -381,9 +417,9 @@ asio::awaitable<void> http_session::async_serve() {
         if (buffer_.size() == 0) {
             if (server_->stopping.load(std::memory_order_acquire)) co_return;
             if (buffer_.capacity() > buffer_keep_bytes) buffer_.shrink_to_fit();
-            if (!first) stream_.expires_after(lim.timeout_idle);
+            if (!first) conn.expires_after(lim.timeout_idle);
             idle_ = true;
-            const std::size_t n = co_await stream_.async_read_some(buffer_.prepare(idle_read_bytes), use_ec(ec));
+            const std::size_t n = co_await stream.async_read_some(buffer_.prepare(idle_read_bytes), use_ec(ec));
             idle_ = false;
             if (ec) {
                 log_end(ec, "read");
@@ -391,31 +427,31 @@ asio::awaitable<void> http_session::async_serve() {
             }
             buffer_.commit(n);
         }
-        if (!first) stream_.expires_after(lim.timeout_read);
+        if (!first) conn.expires_after(lim.timeout_read);
         first = false;
 
         http::request_parser<http::string_body> parser;
         parser.header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(lim.header_bytes_max, UINT32_MAX)));
         parser.body_limit(lim.body_bytes_max);
-        co_await http::async_read_header(stream_, buffer_, parser, use_ec(ec));
+        co_await http::async_read_header(stream, buffer_, parser, use_ec(ec));
         reading_header_ = false;
         server_->set_waiting(*this, false);
         if (!ec) {
             if (auto res = framing_problem(parser)) {
-                co_await async_fail(std::move(*res));
+                co_await async_fail(stream, std::move(*res));
                 co_return;
             }
         }
         if (!ec && !parser.is_done()) {
             if (expects_continue(parser.get())) {
-                co_await asio::async_write(stream_, asio::buffer(continue_100.data(), continue_100.size()),
+                co_await asio::async_write(stream, asio::buffer(continue_100.data(), continue_100.size()),
                                            use_ec(ec));
             }
-            if (!ec) co_await http::async_read(stream_, buffer_, parser, use_ec(ec));
+            if (!ec) co_await http::async_read(stream, buffer_, parser, use_ec(ec));
         }
         if (ec) {
             if (auto res = problem_for_read_error(ec, parser)) {
-                co_await async_fail(std::move(*res));
+                co_await async_fail(stream, std::move(*res));
             } else {
                 log_end(ec, "read");
             }
@@ -434,11 +470,11 @@ asio::awaitable<void> http_session::async_serve() {
         if (beast::websocket::is_upgrade(req) &&
                    router::split_target(to_string_view(req.target())).first == http_server::upgrade_path) {
             if (server_->upgrade) {
-                stream_.expires_never();
+                conn.expires_never();
                 upgraded_ = true;
                 // A stop that came while this request was read reaches the handler at once.
                 if (server_->stopping.load(std::memory_order_acquire)) stop_notice_.notify();
-                co_await server_->upgrade(stream_, std::move(req), role, stop_notice_);
+                co_await server_->upgrade(upgrade_stream(&stream), std::move(req), role, stop_notice_);
                 co_return;
             }
             res = problem(http::status::not_found, "not-found", "Not Found", "WebSocket is not available yet",
@@ -456,30 +492,38 @@ asio::awaitable<void> http_session::async_serve() {
         // Counted before the write, so that a client that has its response also sees it counted.
         server_->metrics.observe_duration(std::chrono::steady_clock::now() - started);
         server_->metrics.count_request(route_index, res.result_int());
-        stream_.expires_after(lim.timeout_read);
-        co_await http::async_write(stream_, res, use_ec(ec));
+        conn.expires_after(lim.timeout_read);
+        co_await http::async_write(stream, res, use_ec(ec));
         if (ec) {
             log_end(ec, "write");
             co_return;
         }
         if (!keep_alive) {
-            error_code ignored;
-            stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+            if constexpr (tls) {
+                // close_notify, then the socket closes with the session (the peer's reply is
+                // not waited for: the response is complete and framed).
+                conn.expires_after(linger_time(lim));
+                co_await stream.async_shutdown(use_ec(ec));
+            } else {
+                error_code ignored;
+                conn.socket().shutdown(tcp::socket::shutdown_send, ignored);
+            }
             co_return;
         }
     }
 }
 
-asio::awaitable<void> http_session::async_fail(response res) {
+template <class Stream>
+asio::awaitable<void> http_session::async_fail(Stream& stream, response res) {
     res.keep_alive(false);
     res.set(http::field::server, "cairn");
     const auto linger = linger_time(server_->opts.lim);
-    stream_.expires_after(linger);
+    beast::get_lowest_layer(stream).expires_after(linger);
     error_code ec;
     server_->metrics.count_request(router::npos, res.result_int());
-    co_await http::async_write(stream_, res, use_ec(ec));
+    co_await http::async_write(stream, res, use_ec(ec));
     if (ec) co_return;
-    co_await async_lingering_close(stream_, linger, linger_bytes_max);
+    co_await async_lingering_close(stream, linger, linger_bytes_max);
 }
 
 asio::awaitable<void> async_lingering_close(beast::tcp_stream& stream, std::chrono::milliseconds linger,
@@ -497,6 +541,14 @@ asio::awaitable<void> async_lingering_close(beast::tcp_stream& stream, std::chro
         }
     }
     stream.close();
+}
+
+asio::awaitable<void> async_lingering_close(tls_stream& stream, std::chrono::milliseconds linger, std::size_t) {
+    auto& conn = beast::get_lowest_layer(stream);
+    conn.expires_after(linger);
+    error_code ec;
+    co_await stream.async_shutdown(use_ec(ec));
+    conn.close();
 }
 
 }  // namespace cairn::net::detail

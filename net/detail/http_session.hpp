@@ -17,11 +17,13 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 
 #include <atomic>
 #include <list>
 #include <memory>
 #include <mutex>
+#include <variant>
 
 namespace cairn::net::detail {
 
@@ -89,7 +91,7 @@ public:
 
     static boost::asio::awaitable<void> async_run(std::shared_ptr<http_session> self);
 
-    boost::asio::any_io_executor get_executor() { return stream_.get_executor(); }
+    boost::asio::any_io_executor get_executor() { return lowest().get_executor(); }
 
     // On the session's strand: closes the connection if it waits for a request that has not
     // begun, or tells an upgraded connection's handler (stop() of the server); or closes it
@@ -103,12 +105,17 @@ public:
 private:
     friend struct server_state;
 
-    boost::asio::awaitable<void> async_serve();
+    // The TCP connection under the session (its timeouts, its socket).
+    boost::beast::tcp_stream& lowest();
+    // Stream: boost::beast::tcp_stream or tls_stream (server_options::tls).
+    template <class Stream>
+    boost::asio::awaitable<void> async_serve(Stream& stream);
     // Writes res (with Connection: close), then drains and closes the connection.
-    boost::asio::awaitable<void> async_fail(response res);
+    template <class Stream>
+    boost::asio::awaitable<void> async_fail(Stream& stream, response res);
 
     std::shared_ptr<server_state> server_;
-    boost::beast::tcp_stream stream_;
+    std::variant<boost::beast::tcp_stream, tls_stream> stream_;
     boost::beast::flat_buffer buffer_;
     bool idle_ = false;
     bool reading_header_ = false;  // from the wait for a request until its header is read
@@ -123,8 +130,11 @@ private:
 
 // After an error response: stops sending, reads and drops what the peer still sends (so that
 // closing does not reset the connection before the peer has read the response), then closes.
-// Bounded by linger and by bytes_max.
+// Bounded by linger and by bytes_max. Over TLS it sends close_notify and waits (as long) for the
+// peer's instead.
 boost::asio::awaitable<void> async_lingering_close(boost::beast::tcp_stream& stream, std::chrono::milliseconds linger,
+                                                   std::size_t bytes_max);
+boost::asio::awaitable<void> async_lingering_close(tls_stream& stream, std::chrono::milliseconds linger,
                                                    std::size_t bytes_max);
 
 }  // namespace cairn::net::detail

@@ -8,27 +8,13 @@
 
 #include <fmt/format.h>
 
-#include <array>
-#include <cstdio>
-#include <memory>
 
 namespace cairn::test {
 namespace {
 
-// Runs cmd through the shell; its exit status and everything it printed.
-std::pair<int, std::string> run(const std::string& cmd) {
-    std::string out;
-    FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-    if (p == nullptr) return {-1, "popen failed"};
-    std::array<char, 4096> buf{};
-    while (std::fgets(buf.data(), static_cast<int>(buf.size()), p) != nullptr) out += buf.data();
-    const int status = ::pclose(p);
-    return {status, out};
-}
-
 TEST(ws_node_client, pipelines_json_and_msgpack_through_node_ws) {
     CAIRN_REQUIRE_SHARDS(2u);
-    const auto [has_node, which] = run("command -v node && node -e \"require('ws')\" || node -e \"require('/usr/share/nodejs/ws')\"");
+    const auto [has_node, which] = run_capture("command -v node && node -e \"require('ws')\" || node -e \"require('/usr/share/nodejs/ws')\"");
     if (has_node != 0) {
         if (running_in_ci()) FAIL() << "node or node-ws is missing under CI=true (scripts/setup installs them): " << which;
         GTEST_SKIP() << "node or node-ws is not installed: " << which;
@@ -41,7 +27,7 @@ TEST(ws_node_client, pipelines_json_and_msgpack_through_node_ws) {
     o.extra_toml = "[limits]\nws_in_flight_max = 2048\n";
     cairnd_process gw(o);
     ASSERT_TRUE(gw.start()) << gw.log_tail();
-    const auto [rc, out] = run(fmt::format("node '{}/tests/ws/node_client.js' {}", CAIRN_SOURCE_DIR, gw.port()));
+    const auto [rc, out] = run_capture(fmt::format("node '{}/tests/ws/node_client.js' {}", CAIRN_SOURCE_DIR, gw.port()));
     EXPECT_EQ(rc, 0) << out << "\n" << gw.log_tail();
     EXPECT_NE(out.find("ok: 1000 JSON writes and 1000 msgpack reads pipelined"), std::string::npos) << out;
     EXPECT_EQ(gw.terminate(), 0) << gw.log_tail();

@@ -112,8 +112,11 @@ bool cairnd_process::start(std::chrono::seconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
         if (!running()) return false;
-        auto r = http_get(port_, "/livez");
-        if (r && r->status == 200) return true;
+        if (opts_.ready_by_log) {
+            if (log_tail(1 << 20).find("cairnd listening on") != std::string::npos) return true;
+        } else if (auto r = http_get(port_, "/livez"); r && r->status == 200) {
+            return true;
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return false;

@@ -27,6 +27,9 @@ struct cairnd_options {
     std::string extra_toml;              // appended to the generated config (e.g. a [limits] table)
     std::uint32_t retry_attempts_max = 3;
     std::vector<std::string> env;        // "NAME=value" entries added to (or replacing) the test's environment
+    // Ready when its log says it listens, not when GET /livez answers (for a listener that plain
+    // HTTP cannot reach, e.g. TLS).
+    bool ready_by_log = false;
 };
 
 class cairnd_process {
@@ -34,7 +37,8 @@ public:
     explicit cairnd_process(cairnd_options opts);
     ~cairnd_process();  // SIGKILL if still running
 
-    // Starts cairnd and waits (up to timeout) until GET /livez answers 200; false if it died or timed out.
+    // Starts cairnd and waits (up to timeout) until GET /livez answers 200 (or its log says it
+    // listens, with ready_by_log); false if it died or timed out.
     // cairnd is killed when the calling thread ends (PR_SET_PDEATHSIG): call it from the test's thread.
     [[nodiscard]] bool start(std::chrono::seconds timeout = std::chrono::seconds(30));
     void kill9();

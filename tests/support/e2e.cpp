@@ -8,9 +8,12 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <thread>
+
+#include <sys/wait.h>
 
 namespace cairn::test {
 
@@ -122,6 +125,17 @@ int run_script(const std::string& command) {
     const std::string full = fmt::format("cd '{}' && {}", repo ? repo : ".", command);
     const int rc = std::system(full.c_str());
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+std::pair<int, std::string> run_capture(const std::string& command) {
+    std::string out;
+    FILE* p = ::popen(("exec </dev/null 2>&1; " + command).c_str(), "r");
+    if (p == nullptr) return {-1, "popen failed"};
+    char buf[4096];
+    std::size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    const int status = ::pclose(p);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 std::set<std::pair<std::int64_t, std::int64_t>> journaled_edges(const std::string& dir, std::size_t shard_count) {

@@ -63,5 +63,8 @@ std::set<std::pair<std::int64_t, std::int64_t>> journaled_edges(const std::strin
 
 // Runs a shell command from the repo root (scripts/shards ...); returns its exit status.
 int run_script(const std::string& command);
+// Runs a shell command (stdin /dev/null unless it redirects it) and returns its exit status
+// (-1 if it did not exit) and everything it printed, stdout and stderr merged.
+std::pair<int, std::string> run_capture(const std::string& command);
 
 }  // namespace cairn::test

@@ -66,6 +66,10 @@ TEST(config, a_bad_value_names_its_key) {
         {"log_level = \"loud\"", "log_level"},
         {"listen = 5", "listen"},
         {"[listen\n", "config:"},
+        {"[listen.tls]\nkey_file = \"k.pem\"", "listen.tls.cert_file: is required"},
+        {"[listen.tls]\ncert_file = \"c.pem\"", "listen.tls.key_file: is required"},
+        {"[listen.tls]\ncert_file = \"c.pem\"\nkey_file = \"k.pem\"\nca = \"x\"", "listen.tls.ca: unknown key"},
+        {"[listen]\ntls = 1", "listen.tls: must be a table"},
     };
     for (const auto& c : cases) {
         auto r = parse_config(c.text);
@@ -150,4 +154,16 @@ TEST(config, missing_file_is_a_clear_error) {
 }
 
 }  // namespace
+TEST(config, tls_is_off_by_default_and_read_from_listen_tls) {
+    EXPECT_FALSE(parse_config("").value().tls.enabled());
+    auto c = parse_config("[listen]\nport = 8443\n[listen.tls]\ncert_file = \"c.pem\"\nkey_file = \"k.pem\"\n"
+                          "client_ca_file = \"ca.pem\"\n");
+    ASSERT_TRUE(c.has_value()) << c.error();
+    EXPECT_TRUE(c.value().tls.enabled());
+    EXPECT_EQ(c.value().tls.cert_file, "c.pem");
+    EXPECT_EQ(c.value().tls.key_file, "k.pem");
+    EXPECT_EQ(c.value().tls.client_ca_file, "ca.pem");
+    EXPECT_EQ(c.value().listen_port, 8443);
+}
+
 }  // namespace cairn::core

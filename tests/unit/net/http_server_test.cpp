@@ -576,13 +576,14 @@ TEST_F(http_server_test, websocket_upgrade_goes_to_the_hook_with_the_callers_rol
     std::atomic<int> seen_role{0};
     srv_->start(2, [&](http_server& server) {
         server.set_upgrade_handler(
-            [&](boost::beast::tcp_stream& stream, request req, core::role role, stop_notice&) -> asio::awaitable<void> {
+            [&](upgrade_stream stream, request req, core::role role, stop_notice&) -> asio::awaitable<void> {
                 seen_role = static_cast<int>(role);
                 ++calls;
                 EXPECT_EQ(to_string_view(req.target()), "/v1/ws?x=1");
                 const std::string reply = "HTTP/1.1 299 Hooked\r\nContent-Length: 0\r\n\r\n";
                 boost::system::error_code ec;
-                co_await asio::async_write(stream, asio::buffer(reply), asio::redirect_error(asio::use_awaitable, ec));
+                auto* plain = std::get<boost::beast::tcp_stream*>(stream);
+                co_await asio::async_write(*plain, asio::buffer(reply), asio::redirect_error(asio::use_awaitable, ec));
             });
     });
     http_client c(port());
