@@ -627,7 +627,14 @@ int main(int argc, char** argv) {
     app.footer(exit_codes_text);
     app.require_subcommand(1);
     settings s;
-    app.add_option("--url", s.url, "cairnd's address, http://host:port (env CAIRN_URL)");
+    app.add_option("--url", s.url, "cairnd's address, http://host:port or https://host:port (env CAIRN_URL)");
+    app.add_option("--cacert", s.cacert, "https: the CA file that verifies cairnd's certificate; default the "
+                                         "system's CAs (env CAIRN_CACERT)")
+        ->check(CLI::ExistingFile);
+    app.add_option("--cert", s.cert, "https: a client certificate (PEM), when cairnd asks for one (env CAIRN_CERT)")
+        ->check(CLI::ExistingFile);
+    app.add_option("--key", s.key, "https: the client certificate's key (PEM; default: in --cert's file) (env CAIRN_KEY)")
+        ->check(CLI::ExistingFile);
     app.add_option("--token", s.token, "an admin bearer token (env CAIRN_TOKEN)");
     app.add_option("-c,--config", s.config_path, "cairnd's TOML config: its listen address and first admin token")
         ->check(CLI::ExistingFile);

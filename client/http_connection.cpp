@@ -5,6 +5,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -13,7 +15,13 @@
 
 #include <charconv>
 #include <exception>
+#include <filesystem>
 #include <optional>
+
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <fmt/format.h>
 
 namespace cairn::client {
 
@@ -38,7 +46,48 @@ unsigned http_reply::retry_after_s() const {
     return ec == std::errc{} && end == text.data() + text.size() ? v : 0;
 }
 
+std::variant<std::shared_ptr<asio::ssl::context>, std::string> make_tls_context(const std::string& ca_file,
+                                                                               const std::string& cert_file,
+                                                                               const std::string& key_file) {
+    namespace ssl = asio::ssl;
+    auto ctx = std::make_shared<ssl::context>(ssl::context::tls_client);
+    const auto problem = [](std::string_view what, const std::string& file, const core::error_code& ec) {
+        std::error_code fs_ec;
+        if (!std::filesystem::exists(file, fs_ec)) return fmt::format("{} {}: no such file", what, file);
+        return fmt::format("{} {}: {}", what, file, ec.message());
+    };
+    core::error_code ec;
+    if (SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION) != 1) {
+        return std::string("OpenSSL refuses TLS 1.2 as the minimum version");
+    }
+    ctx->set_verify_mode(ssl::verify_peer, ec);
+    if (ca_file.empty()) {
+        ctx->set_default_verify_paths(ec);
+        if (ec) return fmt::format("the system's CA certificates: {}", ec.message());
+    } else {
+        ctx->load_verify_file(ca_file, ec);
+        if (ec) return problem("CA file", ca_file, ec);
+    }
+    if (!cert_file.empty()) {
+        ctx->use_certificate_chain_file(cert_file, ec);
+        if (ec) return problem("certificate", cert_file, ec);
+        ctx->use_private_key_file(key_file.empty() ? cert_file : key_file, ssl::context::pem, ec);
+        if (ec) return problem("key", key_file.empty() ? cert_file : key_file, ec);
+    }
+    return ctx;
+}
+
 // ---- http_connection ----------------------------------------------------------------------------
+
+struct http_connection::tls_state {
+    asio::ssl::stream<beast::tcp_stream&> stream;
+};
+
+template <class F>
+auto http_connection::on_stream(F&& f) {
+    if (tls_) return f(tls_->stream);
+    return f(stream_);
+}
 
 http_connection::http_connection(asio::any_io_executor ex, connection_options o)
     : o_(std::move(o)), stream_(std::move(ex)) {
@@ -47,10 +96,23 @@ http_connection::http_connection(asio::any_io_executor ex, connection_options o)
     req_.set(http::field::user_agent, o_.user_agent);
 }
 
+http_connection::~http_connection() = default;
+http_connection::http_connection(http_connection&& o) noexcept
+    : o_(std::move(o.o_)),
+      stream_(std::move(o.stream_)),
+      buffer_(std::move(o.buffer_)),
+      req_(std::move(o.req_)),
+      open_(o.open_) {
+    if (o.tls_) close();
+    o.tls_.reset();
+    o.open_ = false;
+}
+
 void http_connection::close() noexcept {
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
     stream_.socket().close(ignored);
+    tls_.reset();
     buffer_.clear();
     open_ = false;
 }
@@ -81,6 +143,26 @@ asio::awaitable<core::result<void>> http_connection::async_connect() {
         co_return ec;
     }
     stream_.socket().set_option(tcp::no_delay(true), ec);
+    if (o_.tls) {
+        tls_ = std::make_unique<tls_state>(tls_state{asio::ssl::stream<beast::tcp_stream&>(stream_, *o_.tls)});
+        SSL* ssl = tls_->stream.native_handle();
+        // The name sent (SNI) and checked: an address is matched against the certificate's IP
+        // entries, a name against its DNS entries.
+        core::error_code not_an_address;
+        (void)asio::ip::make_address(o_.host, not_an_address);
+        const bool ok = !not_an_address ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), o_.host.c_str()) == 1
+                            : SSL_set_tlsext_host_name(ssl, o_.host.c_str()) == 1 && SSL_set1_host(ssl, o_.host.c_str()) == 1;
+        if (!ok) {
+            close();
+            co_return make_error_code(asio::error::invalid_argument);
+        }
+        ec = {};
+        co_await tls_->stream.async_handshake(asio::ssl::stream_base::client, asio::redirect_error(asio::use_awaitable, ec));
+        if (ec) {
+            close();
+            co_return ec;
+        }
+    }
     open_ = true;
     co_return core::success();
 }
@@ -106,7 +188,7 @@ asio::awaitable<core::result<http_reply>> http_connection::async_request(http::v
     }
     core::error_code ec;
     stream_.expires_after(o_.timeout);
-    co_await http::async_write(stream_, req_, asio::redirect_error(asio::use_awaitable, ec));
+    co_await on_stream([&](auto& s) { return http::async_write(s, req_, asio::redirect_error(asio::use_awaitable, ec)); });
     if (ec) co_return failed(ec);
     co_return co_await async_read_reply();
 }
@@ -118,8 +200,9 @@ asio::awaitable<core::result<void>> http_connection::async_write_raw(std::string
     }
     core::error_code ec;
     stream_.expires_after(o_.timeout);
-    co_await asio::async_write(stream_, asio::buffer(bytes.data(), bytes.size()),
-                               asio::redirect_error(asio::use_awaitable, ec));
+    co_await on_stream([&](auto& s) {
+        return asio::async_write(s, asio::buffer(bytes.data(), bytes.size()), asio::redirect_error(asio::use_awaitable, ec));
+    });
     if (ec) co_return failed(ec);
     co_return core::success();
 }
@@ -130,7 +213,8 @@ asio::awaitable<core::result<http_reply>> http_connection::async_read_reply() {
     parser.body_limit(o_.reply_bytes_max);
     core::error_code ec;
     stream_.expires_after(o_.timeout);
-    co_await http::async_read(stream_, buffer_, parser, asio::redirect_error(asio::use_awaitable, ec));
+    co_await on_stream(
+        [&](auto& s) { return http::async_read(s, buffer_, parser, asio::redirect_error(asio::use_awaitable, ec)); });
     if (ec) co_return failed(ec);
     auto res = parser.release();
     http_reply reply;
@@ -150,7 +234,8 @@ asio::awaitable<core::result<std::chrono::milliseconds>> http_connection::async_
     stream_.expires_after(max);
     core::error_code ec;
     while (!ec) {
-        const auto n = co_await stream_.async_read_some(buffer_.prepare(4096), asio::redirect_error(asio::use_awaitable, ec));
+        const auto n = co_await on_stream(
+            [&](auto& s) { return s.async_read_some(buffer_.prepare(4096), asio::redirect_error(asio::use_awaitable, ec)); });
         buffer_.commit(n);
         buffer_.consume(buffer_.size());
     }

@@ -3,7 +3,8 @@
 // with; `blocking_http_connection` is the same connection on a private io_context, each call
 // running it until the operation ends or its deadline passes (so a caller never hangs). Both also
 // write raw bytes and read raw replies (malformed, pipelined and slow requests in tests). One
-// request at a time per connection; not thread-safe.
+// request at a time per connection; not thread-safe. With connection_options::tls the connection
+// is HTTPS: the server's certificate is verified against the context's CAs and the host name.
 #pragma once
 
 #include <utility>  // Boost 1.74's awaitable.hpp forgets it.
@@ -23,9 +24,15 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
+
+namespace boost::asio::ssl {
+class context;
+}
 
 namespace cairn::client {
 
@@ -61,11 +68,24 @@ struct connection_options {
     // request connects again (load generators and the CLI). Off, the connection stays as the
     // server left it, for tests that watch how the server closes.
     bool auto_close = false;
+    // Set: TLS (make_tls_context); the certificate must be valid for `host`.
+    std::shared_ptr<boost::asio::ssl::context> tls;
 };
+
+// A client TLS context: TLS 1.2+, the server's certificate verified against ca_file (empty: the
+// system's CAs), and the client certificate cert_file with key_file when given. An error names the
+// file and what is wrong with it.
+std::variant<std::shared_ptr<boost::asio::ssl::context>, std::string> make_tls_context(const std::string& ca_file,
+                                                                                      const std::string& cert_file,
+                                                                                      const std::string& key_file);
 
 class http_connection {
 public:
     http_connection(boost::asio::any_io_executor ex, connection_options o);
+    ~http_connection();
+    // A TLS connection moved while open arrives closed (its TLS layer is bound to the old
+    // object): the next request connects again.
+    http_connection(http_connection&& o) noexcept;
 
     // Connects (again, if open). Errors: those of resolving and connecting, beast timeout.
     [[nodiscard]] boost::asio::awaitable<core::result<void>> async_connect();
@@ -91,9 +111,14 @@ public:
 
 private:
     core::error_code failed(core::error_code ec) noexcept;
+    // f(stream) on the TLS stream when there is one, else on the TCP stream.
+    template <class F>
+    auto on_stream(F&& f);
 
+    struct tls_state;
     connection_options o_;
     boost::beast::tcp_stream stream_;
+    std::unique_ptr<tls_state> tls_;  // the TLS layer of the open connection
     boost::beast::flat_buffer buffer_;
     http::request<http::string_body> req_;  // reused: its fixed fields are set once
     bool open_ = false;

@@ -9,12 +9,17 @@
 namespace cairn::cli {
 
 std::optional<endpoint> parse_url(std::string_view url) {
-    constexpr std::string_view scheme = "http://";
-    if (url.substr(0, scheme.size()) != scheme) return std::nullopt;
-    url.remove_prefix(scheme.size());
+    endpoint e;
+    if (url.starts_with("https://")) {
+        e.https = true;
+        url.remove_prefix(8);
+    } else if (url.starts_with("http://")) {
+        url.remove_prefix(7);
+    } else {
+        return std::nullopt;
+    }
     if (!url.empty() && url.back() == '/') url.remove_suffix(1);
     if (url.empty() || url.find('/') != std::string_view::npos) return std::nullopt;
-    endpoint e;
     std::string_view host = url;
     if (url.front() == '[') {  // [v6]:port
         const auto close = url.find(']');
@@ -37,7 +42,7 @@ std::optional<endpoint> parse_url(std::string_view url) {
         if (ec != std::errc() || ptr != url.data() + url.size() || port == 0 || port > 65535) return std::nullopt;
         e.port = static_cast<std::uint16_t>(port);
     } else {
-        e.port = 80;
+        e.port = e.https ? 443 : 80;
     }
     return e;
 }
@@ -52,6 +57,7 @@ core::result<reply> http_call(const endpoint& to, std::string_view method, std::
     o.user_agent = "cairn-cli";
     o.content_type = std::string(content_type);
     o.auto_close = true;
+    o.tls = to.tls;
     client::blocking_http_connection conn(std::move(o));
     client::header_list headers{{"Accept", "application/json"}, {"Connection", "close"}};
     if (!token.empty()) headers.emplace_back("Authorization", "Bearer " + std::string(token));

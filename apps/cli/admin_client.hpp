@@ -7,18 +7,27 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+
+namespace boost::asio::ssl {
+class context;
+}
 
 namespace cairn::cli {
 
 struct endpoint {
     std::string host = "127.0.0.1";
     std::uint16_t port = 8080;
+    bool https = false;
+    // With https: the client TLS context (client::make_tls_context), made once per command.
+    std::shared_ptr<boost::asio::ssl::context> tls;
 };
 
-// Parses "http://host[:port][/]" (the only scheme cairnd serves); nullopt if it is anything else.
+// Parses "http://host[:port][/]" or "https://host[:port][/]" (default ports 80 and 443); nullopt
+// if it is anything else.
 std::optional<endpoint> parse_url(std::string_view url);
 
 struct reply {

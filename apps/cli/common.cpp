@@ -1,5 +1,6 @@
 #include "apps/cli/common.hpp"
 
+#include "client/http_connection.hpp"
 #include "core/config.hpp"
 
 #include <fmt/format.h>
@@ -31,7 +32,7 @@ void resolve_settings(settings& s) {
             if (host == "0.0.0.0" || host.empty()) host = "127.0.0.1";
             if (host == "::") host = "::1";
             if (host.find(':') != std::string::npos) host = "[" + host + "]";
-            url = fmt::format("http://{}:{}", host, cfg.value().listen_port);
+            url = fmt::format("{}://{}:{}", cfg.value().tls.enabled() ? "https" : "http", host, cfg.value().listen_port);
         }
         if (token.empty()) {
             for (const auto& t : cfg.value().tokens) {
@@ -44,7 +45,17 @@ void resolve_settings(settings& s) {
     }
     if (url.empty()) url = "http://127.0.0.1:8080";
     auto e = parse_url(url);
-    if (!e) throw cli_exit{exit_usage, fmt::format("cairn: bad URL \"{}\": expected http://host:port", url)};
+    if (!e) throw cli_exit{exit_usage, fmt::format("cairn: bad URL \"{}\": expected http://host:port or https://host:port", url)};
+    if (s.cacert.empty()) s.cacert = env_or("CAIRN_CACERT");
+    if (s.cert.empty()) s.cert = env_or("CAIRN_CERT");
+    if (s.key.empty()) s.key = env_or("CAIRN_KEY");
+    if (e->https) {
+        auto ctx = client::make_tls_context(s.cacert, s.cert, s.key);
+        if (auto* why = std::get_if<std::string>(&ctx)) throw cli_exit{exit_usage, "cairn: TLS: " + *why};
+        e->tls = std::get<0>(std::move(ctx));
+    } else if (!s.cacert.empty() || !s.cert.empty()) {
+        throw cli_exit{exit_usage, fmt::format("cairn: --cacert and --cert need an https:// URL, got \"{}\"", url)};
+    }
     s.url = url;
     s.token = token;
     s.to = *e;

@@ -34,6 +34,9 @@ constexpr const char* exit_codes_text =
 struct settings {
     std::string url;
     std::string token;
+    std::string cacert;   // https: the CA file that verifies cairnd (empty: the system's CAs)
+    std::string cert;     // https: a client certificate, when cairnd asks for one
+    std::string key;      // its key (empty: in the certificate's file)
     std::string config_path;
     bool json_out = false;
     unsigned timeout_s = 30;

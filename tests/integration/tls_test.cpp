@@ -3,7 +3,9 @@
 // TLS 1.1, a plain-text client and a handshake that never finishes are turned away without holding
 // a connection past limits.timeout_read; client certificates are required when a client CA is
 // configured; a certificate that is missing or does not match its key stops cairnd at start with
-// an error that names the key and the file. Certificates are made for each test with `openssl`.
+// an error that names the key and the file; the `cairn` CLI speaks https:// with --cacert (and
+// --cert/--key). Certificates are made for each test with `openssl`.
+#include "tests/integration/cli_support.hpp"
 #include "tests/support/cairnd_fixture.hpp"
 #include "tests/support/e2e.hpp"
 
@@ -165,6 +167,20 @@ TEST_F(tls, https_and_wss_serve_writes_and_reads_and_turn_away_what_is_not_tls_1
         EXPECT_NE(node_out.find("ok: a write and its read over wss"), std::string::npos) << node_out;
     }
 
+    // The CLI over https://: verified with --cacert (also by an IP address in the certificate);
+    // without it the system's CAs do not know this one, and it says so.
+    for (const auto& host : {std::string("localhost"), std::string("127.0.0.1")}) {
+        auto status = run_cairn({"--url", fmt::format("https://{}:{}", host, gw_->port()), "--cacert", file("ca.pem"),
+                                 "status", "--json"});
+        EXPECT_EQ(status.code, 0) << host << ": " << status.err << status.out;
+        EXPECT_TRUE(status.code == 0 && status.json().contains("journal")) << status.out;
+    }
+    auto untrusted = run_cairn({"--url", fmt::format("https://localhost:{}", gw_->port()), "status"});
+    EXPECT_NE(untrusted.code, 0);
+    EXPECT_NE(untrusted.err.find("certificate"), std::string::npos) << untrusted.err;
+    EXPECT_EQ(run_cairn({"--url", fmt::format("http://localhost:{}", gw_->port()), "--cacert", file("ca.pem"), "status"}).code,
+              2);  // --cacert with an http:// URL is a usage error
+
     const double failures_before = metric_over_tls("cairn_tls_handshake_failures_total");
     ASSERT_GE(failures_before, 1.0);  // the TLS 1.1 attempt
     // A plain-text HTTP client gets no HTTP answer and is closed at once.
@@ -214,6 +230,12 @@ TEST_F(tls, a_client_ca_requires_a_client_certificate_it_signed) {
     const auto [bad_rc, bad] =
         curl(fmt::format("--cert '{}' --key '{}' '{}'", file("client.pem"), file("other.key"), url("/livez")));
     EXPECT_NE(bad_rc, 0) << bad;
+    // The CLI presents its certificate with --cert and --key; without them it is refused.
+    const std::string https = fmt::format("https://localhost:{}", gw_->port());
+    auto status = run_cairn({"--url", https, "--cacert", file("ca.pem"), "--cert", file("client.pem"), "--key",
+                             file("client.key"), "status", "--json"});
+    EXPECT_EQ(status.code, 0) << status.err << status.out;
+    EXPECT_NE(run_cairn({"--url", https, "--cacert", file("ca.pem"), "status"}).code, 0);
     const auto [node_rc, node_out] =
         run_capture(fmt::format("node '{}/tests/ws/node_wss_client.js' {} '{}' '{}' '{}'", CAIRN_SOURCE_DIR, gw_->port(),
                                 file("ca.pem"), file("client.pem"), file("client.key")));
