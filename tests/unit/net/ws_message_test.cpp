@@ -4,7 +4,18 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
 #include <string>
+#include <vector>
+
+// Under AddressSanitizer (the ci preset), every malloc of the process reaches this hook, msgpack-c's
+// zone chunks and simdjson's buffers included, which a replaced operator new would not see.
+#if defined(__SANITIZE_ADDRESS__)
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*, std::size_t),
+                                                         void (*free_hook)(const volatile void*));
+#endif
 
 namespace cairn::net::detail {
 namespace {
@@ -28,6 +39,59 @@ TEST(ws_message, claimed_sizes_beyond_the_frame_are_refused) {
         const auto m = parse_message(frame, true);
         EXPECT_FALSE(m.error.empty());
     }
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+// The largest single allocation of this thread while counting is on.
+thread_local bool counting = false;
+thread_local std::size_t largest = 0;
+void on_malloc(const volatile void*, std::size_t n) {
+    if (counting) largest = std::max(largest, n);
+}
+void on_free(const volatile void*) {}
+
+std::size_t largest_allocation_of(const std::string& frame, bool binary) {
+    static const bool installed = __sanitizer_install_malloc_and_free_hooks(on_malloc, on_free) != 0;
+    EXPECT_TRUE(installed);
+    largest = 0;
+    counting = true;
+    const auto m = parse_message(frame, binary);
+    counting = false;
+    EXPECT_FALSE(m.error.empty()) << "a bomb was accepted";
+    return largest;
+}
+#endif
+
+// Allocation bombs cost nothing: messages whose headers claim billions of elements or bytes, or
+// that nest far past the limit, are refused before anything of that size is allocated. Counted
+// with a malloc hook, so that an allocation made for the claim (a reserve, a zone chunk, a string)
+// fails the test whatever library makes it.
+TEST(ws_message, bombs_are_refused_without_allocating_what_they_claim) {
+#if defined(__SANITIZE_ADDRESS__)
+    constexpr std::size_t allowed = 64 * 1024;  // a few times the frame, nowhere near the claims
+    const std::string id = "\x83\xa2id\x01\xa4path\xa2/x\xa4" "body"s;
+    const std::string pad(4000, 'x');
+    const std::vector<std::pair<std::string, std::string>> bombs{
+        {"array32 claiming 4 billion elements", id + "\xdd\xff\xff\xff\xff" + pad},
+        {"map32 claiming 4 billion pairs", id + "\xdf\xff\xff\xff\xff" + pad},
+        {"str32 claiming 4 GB", id + "\xdb\xff\xff\xff\xff" + pad},
+        {"bin32 claiming 4 GB", id + "\xc6\xff\xff\xff\xff" + pad},
+        {"array16 of array16 claiming 65535 x 65535", id + "\xdc\xff\xff" + std::string(2000, '\xdc')},
+        {"nested arrays 4,000 deep", id + std::string(4000, '\x91') + "\x01"},
+    };
+    for (const auto& [what, frame] : bombs) EXPECT_LE(largest_allocation_of(frame, true), allowed) << what;
+    const std::string deep_json = R"({"id": 1, "path": "/x", "body": )" + std::string(4096, '[') + std::string(4096, ']') + "}";
+    EXPECT_LE(largest_allocation_of(deep_json, false), allowed) << "JSON nested 4,096 deep";
+    // The hook sees allocations: a message that is accepted allocates (so a broken hook fails here).
+    largest = 0;
+    counting = true;
+    const auto ok = parse_message(R"({"id": 1, "path": "/x", "body": {"k": ")" + pad + R"("}})", false);
+    counting = false;
+    EXPECT_TRUE(ok.error.empty()) << ok.error;
+    EXPECT_GE(largest, pad.size());
+#else
+    GTEST_SKIP() << "needs AddressSanitizer's malloc hook (the ci preset)";
+#endif
 }
 
 }  // namespace
