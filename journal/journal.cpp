@@ -963,30 +963,33 @@ core::result<std::vector<dead_letter>> journal::list_dead_from(std::uint32_t fro
     return out;
 }
 
-core::result<dead_letter> journal::get_dead(std::uint32_t shard, std::uint64_t seq) const {
-    auto t = detail::txn::begin_read(impl_->env);
+namespace {
+// The record under (shard, seq) of a table keyed as the dead letters are (dead letters, edits):
+// read in its own transaction, decoded, and checked to name that key (a record under another key
+// is corruption). not_found when there is none. key_of(record) -> std::pair<shard, seq>.
+template <class Decode, class KeyOf>
+auto get_keyed(const auto& env, const auto& dbi, std::uint32_t shard, std::uint64_t seq, Decode decode, KeyOf key_of)
+    -> decltype(decode(std::span<const char>())) {
+    auto t = detail::txn::begin_read(env);
     if (!t) return t.error();
     std::string_view v;
-    const int rc = t.value().get(impl_->db.dead, view(detail::dead_key(shard, seq)), v);
+    const int rc = t.value().get(dbi, view(detail::dead_key(shard, seq)), v);
     if (rc == MDB_NOTFOUND) return core::errc::not_found;
     if (rc != 0) return detail::lmdb_error(rc);
-    auto d = detail::decode_dead(std::span(v.data(), v.size()));
-    if (!d) return d.error();
-    if (d.value().task.shard != shard || d.value().task.seq != seq) return core::errc::journal_corrupt;
-    return std::move(d.value());
+    auto r = decode(std::span(v.data(), v.size()));
+    if (r && key_of(r.value()) != std::pair{shard, seq}) return core::errc::journal_corrupt;
+    return r;
+}
+}  // namespace
+
+core::result<dead_letter> journal::get_dead(std::uint32_t shard, std::uint64_t seq) const {
+    return get_keyed(impl_->env, impl_->db.dead, shard, seq, detail::decode_dead,
+                     [](const dead_letter& d) { return std::pair{d.task.shard, d.task.seq}; });
 }
 
 core::result<op_edit> journal::get_edit(std::uint32_t shard, std::uint64_t seq) const {
-    auto t = detail::txn::begin_read(impl_->env);
-    if (!t) return t.error();
-    std::string_view v;
-    const int rc = t.value().get(impl_->db.edits, view(detail::dead_key(shard, seq)), v);
-    if (rc == MDB_NOTFOUND) return core::errc::not_found;
-    if (rc != 0) return detail::lmdb_error(rc);
-    auto e = detail::decode_edit(std::span(v.data(), v.size()));
-    if (!e) return e.error();
-    if (e.value().shard != shard || e.value().seq != seq) return core::errc::journal_corrupt;
-    return std::move(e.value());
+    return get_keyed(impl_->env, impl_->db.edits, shard, seq, detail::decode_edit,
+                     [](const op_edit& e) { return std::pair{e.shard, e.seq}; });
 }
 
 core::result<std::vector<error_task>> journal::list_errors(std::optional<std::uint32_t> shard,
