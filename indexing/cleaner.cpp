@@ -107,8 +107,7 @@ std::optional<cleaner_progress> cleaner::progress(const std::string& index, bool
 
 void cleaner::stop() { stopping_ = true; }
 
-core::result<std::pair<std::uint64_t, std::uint64_t>> cleaner::late_ops(const core::index_def& def,
-                                                                        std::uint64_t up_to_seq) const {
+core::result<cleaner::late_ops_state> cleaner::find_late_ops(const core::index_def& def, std::uint64_t up_to_seq) const {
     const auto of_index = [&](const std::string& op_bytes) {
         auto o = core::decode_op(std::span(op_bytes.data(), op_bytes.size()));
         if (!o) return false;
@@ -118,18 +117,38 @@ core::result<std::pair<std::uint64_t, std::uint64_t>> cleaner::late_ops(const co
         }
         return false;
     };
-    std::pair<std::uint64_t, std::uint64_t> out;
+    late_ops_state out;
     auto queued = journal_.list_errors(std::nullopt, std::nullopt, late_scan_max);
     if (!queued) return queued.error();
     for (const auto& t : queued.value()) {
-        if (t.seq <= up_to_seq && of_index(t.op_bytes)) ++out.first;
+        if (t.seq <= up_to_seq && of_index(t.op_bytes)) out.queued.emplace(t.shard, t.seq);
     }
     auto dead = journal_.list_dead(late_scan_max);
     if (!dead) return dead.error();
     for (const auto& d : dead.value()) {
-        if (d.task.seq <= up_to_seq && of_index(d.task.op_bytes)) ++out.second;
+        if (d.task.seq <= up_to_seq && of_index(d.task.op_bytes)) ++out.dead;
     }
     return out;
+}
+
+core::result<void> cleaner::recheck_late_ops(late_ops_state& s) const {
+    auto queued = journal_.list_errors(std::nullopt, std::nullopt, late_scan_max);
+    if (!queued) return queued.error();
+    std::set<std::pair<std::uint32_t, std::uint64_t>> still;
+    for (const auto& t : queued.value()) {
+        if (s.queued.contains({t.shard, t.seq})) still.emplace(t.shard, t.seq);
+    }
+    for (const auto& [shard, seq] : s.queued) {
+        if (still.contains({shard, seq})) continue;
+        auto d = journal_.get_dead(shard, seq);
+        if (d) {
+            ++s.dead;
+        } else if (d.error() != core::errc::not_found) {
+            return d.error();
+        }
+    }
+    s.queued = std::move(still);
+    return core::success();
 }
 
 asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
@@ -187,25 +206,28 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
     // had passed its object, it would leave the object out of the index. So the walk waits until
     // they are applied (or dead), as long as it takes (a shard that is down holds the walk anyway).
     // Dead letters cannot be waited for: they are counted, logged and shown in the progress.
+    auto late = find_late_ops(def, caught_up_seq);
+    if (!late) co_return fail("reading the error queue and dead letters", late.error());
     for (;;) {
         if (stopping_) co_return j->update([](cleaner_progress& p) { p.state = "stopped"; });
-        auto late = late_ops(def, caught_up_seq);
-        if (!late) co_return fail("reading the error queue and dead letters", late.error());
         j->update([&](cleaner_progress& p) {
-            p.late_ops_queued = late.value().first;
-            p.late_dead_letters = late.value().second;
+            p.late_ops_queued = late.value().queued.size();
+            p.late_dead_letters = late.value().dead;
         });
-        if (late.value().first == 0) {
-            if (late.value().second > 0) {
+        if (late.value().queued.empty()) {
+            if (late.value().dead > 0) {
                 spdlog::warn("cleaner {}: {} dead letters of its {} were journaled before it and carry no row for it; "
                              "re-injecting them (cairn dead reinject) journals them again with its rows",
-                             def.name, late.value().second, def.on_cells() ? "cells" : "entities");
+                             def.name, late.value().dead, def.on_cells() ? "cells" : "entities");
             }
             break;
         }
         throttle.expires_after(std::chrono::milliseconds(200));
         core::error_code ec;
         co_await throttle.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        if (auto r = recheck_late_ops(late.value()); !r) {
+            co_return fail("reading the error queue and dead letters", r.error());
+        }
     }
     j->update([](cleaner_progress& p) { p.phase = "backfill"; });
 

@@ -28,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -101,8 +102,17 @@ public:
 private:
     struct job;
     boost::asio::awaitable<void> async_run(std::shared_ptr<job> j);
-    // Error tasks and dead letters, of seq <= up_to_seq, of ops of def's objects: (queued, dead).
-    core::result<std::pair<std::uint64_t, std::uint64_t>> late_ops(const core::index_def& def, std::uint64_t up_to_seq) const;
+    // The ops of def's objects journaled up to a seq that a back-fill must wait for: those in the
+    // error queue (shard, seq), and how many are dead letters.
+    struct late_ops_state {
+        std::set<std::pair<std::uint32_t, std::uint64_t>> queued;
+        std::uint64_t dead = 0;
+    };
+    // The first look: the error queue and the dead letters, each op decoded once.
+    core::result<late_ops_state> find_late_ops(const core::index_def& def, std::uint64_t up_to_seq) const;
+    // Later looks: only the error queue's keys; an op that left it is applied or (a point read
+    // says) dead. Ops are not decoded again.
+    core::result<void> recheck_late_ops(late_ops_state& s) const;
 
     boost::asio::any_io_executor ex_;
     journal::journal& journal_;
