@@ -68,6 +68,12 @@ protected:
         return t;
     }
 
+    // cairnd with the entity kind "user", on shards that refuse any user whose body holds "poison".
+    void start_users_refusing_poison(const std::string& db) {
+        start(db, "[entities]\nkinds = [\"user\"]\n");
+        ASSERT_TRUE(wait_applied(cairnd_->port(), 20s));
+        add_entity_poison_trigger(db);
+    }
     // Makes the shards refuse any entity whose body holds "poison". The entities table is created
     // when a shard's apply worker first connects, which may come after the first applied mark:
     // retried until the table is there (bounded).
@@ -286,10 +292,7 @@ TEST_F(cli, an_edited_dead_edge_with_ends_on_two_shards_lands_on_both) {
 // an entity without indexes has its rows on one shard, so it is edited in place and re-injected.
 TEST_F(cli, an_entity_dead_letter_is_edited_in_place_reinjected_and_applied) {
     CAIRN_REQUIRE_SHARDS(2u);
-    const std::string db = "cairn_cli_dead_entity";
-    start(db, "[entities]\nkinds = [\"user\"]\n");
-    ASSERT_TRUE(wait_applied(cairnd_->port(), 20s));
-    add_entity_poison_trigger(db);
+    start_users_refusing_poison("cairn_cli_dead_entity");
     const std::string id = "00112233-4455-6677-8899-aabbccddeeff";
     http_client c(cairnd_->port());
     const auto seq = put_dead_entity(c, id);
@@ -338,9 +341,7 @@ TEST_F(cli, an_entity_dead_letter_is_edited_in_place_reinjected_and_applied) {
 TEST_F(cli, a_dead_entity_reinjected_after_an_index_was_created_carries_the_new_index_rows) {
     CAIRN_REQUIRE_SHARDS(2u);
     const std::string db = "cairn_cli_dead_reindex";
-    start(db, "[entities]\nkinds = [\"user\"]\n");
-    ASSERT_TRUE(wait_applied(cairnd_->port(), 20s));
-    add_entity_poison_trigger(db);
+    start_users_refusing_poison(db);
     http_client c(cairnd_->port());
     const std::string id = "00112233-4455-6677-8899-aabbccddeeff";
     const auto seq = put_dead_entity(c, id);
