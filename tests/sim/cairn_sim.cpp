@@ -10,12 +10,18 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <iostream>
 #include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
 #include <optional>
+
+namespace {
+std::atomic<bool> stop_requested{false};
+static_assert(std::atomic<bool>::is_always_lock_free);  // set from a signal handler
+}  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{
@@ -27,7 +33,8 @@ int main(int argc, char** argv) {
         "  cairn-sim --seeds 1000            seeds 1..1000 (what CI runs)\n"
         "  cairn-sim --seed 4711 --verbose   replay one seed, step by step\n"
         "  cairn-sim --seeds 1000000 --first-seed 1000001 --progress 10000   a long run\n"
-        "  cairn-sim --seeds 100000000 --max-time 7200   as many seeds as two hours allow\n\n"
+        "  cairn-sim --seeds 100000000 --max-time 7200   as many seeds as two hours allow\n"
+        "Ctrl-C (or SIGTERM) ends a run early: the seeds in progress finish and the summary is printed.\n\n"
         "Exit codes: 0 every seed passed, 1 a seed failed, 2 bad arguments."};
     std::uint64_t seeds = 100;
     std::uint64_t first_seed = 1;
@@ -62,6 +69,13 @@ int main(int argc, char** argv) {
         first_seed = *one_seed;
         seeds = 1;
     }
+    // SIGINT or SIGTERM ends a run as --max-time does: the seeds in progress finish and the summary
+    // is printed. A second signal kills at once (the handler resets itself).
+    struct sigaction sa {};
+    sa.sa_handler = [](int) { stop_requested.store(true); };
+    sa.sa_flags = SA_RESETHAND;
+    ::sigaction(SIGINT, &sa, nullptr);
+    ::sigaction(SIGTERM, &sa, nullptr);
     const auto started = std::chrono::steady_clock::now();
     // Seeds are independent (each has its own journal folder, io_context and shards): threads take
     // the next seed from a counter; the failures are reported in seed order.
@@ -74,7 +88,9 @@ int main(int argc, char** argv) {
     auto run = [&] {
         // The deadline is checked before a seed is taken, so every taken seed is run: the seeds
         // that ran are exactly first_seed..last_seed.
-        const auto out_of_time = [&] { return max_time > 0 && std::chrono::steady_clock::now() >= deadline; };
+        const auto out_of_time = [&] {
+            return stop_requested.load() || (max_time > 0 && std::chrono::steady_clock::now() >= deadline);
+        };
         for (std::uint64_t i = 0; !out_of_time() && (i = next++) < seeds;) {
             cairn::sim::sim_options o;
             o.seed = first_seed + i;
@@ -108,6 +124,7 @@ int main(int argc, char** argv) {
                                  broken ? " --broken-swallow-rejections" : "");
     }
     const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (stop_requested.load()) std::cout << "cairn-sim: stopped by a signal; the summary covers the seeds that ran\n";
     std::cout << fmt::format("simulation: seeds={} failures={}\n", done, failures.size());
     std::cout << fmt::format("  seeds {}..{} ({} seeds) in {:.1f} s; {} acknowledged ops, {} shard statements, {} gateway crashes, "
                              "{} dead letters\n",
