@@ -317,6 +317,7 @@ config_result parse_config(std::string_view text, std::string_view source_name) 
         table_reader r(*t, "apply");
         r.boolean("paused", c.apply_paused);
         r.integer("batch_ops_max", c.lim.apply_batch_ops_max, 1, 100'000);
+        r.integer("batch_bytes_max", c.lim.apply_batch_bytes_max, 1024, 64 << 20);
         r.integer("retry_attempts_max", c.lim.retry_attempts_max, 1, 1000);
         r.duration("retry_backoff_initial_ms", c.lim.retry_backoff_initial, 1, 3'600'000);
         r.duration("retry_backoff_max_ms", c.lim.retry_backoff_max, 1, 86'400'000);

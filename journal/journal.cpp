@@ -800,12 +800,13 @@ void journal::set_commit_listener(std::function<void(std::uint64_t)> fn) {
 
 namespace {
 
-// Calls fn(seq, append_ms, op) for the ops with seq > after_seq, ascending, at most max, in one
+// Calls fn(seq, append_ms, op) for the ops with seq > after_seq, ascending, at most max (and
+// no more once their records reach bytes_max: the op that reaches it is the last), in one
 // short read transaction: the one walk behind read_ops (the apply workers' hot path) and
 // read_timed_ops.
 template <typename Fn>
 core::result<void> walk_ops(const detail::env& env, MDB_dbi ops, const std::string& path, std::uint64_t after_seq,
-                            std::size_t max, Fn&& fn) {
+                            std::size_t max, std::size_t bytes_max, Fn&& fn) {
     if (max == 0 || after_seq >= detail::seq_max) return core::success();
     auto t = detail::txn::begin_read(env);
     if (!t) return t.error();
@@ -815,7 +816,8 @@ core::result<void> walk_ops(const detail::env& env, MDB_dbi ops, const std::stri
     std::string_view v;
     const auto start = detail::ops_key(after_seq + 1);
     std::size_t n = 0;
-    for (int rc = c.seek(view(start), k, v); n < max; rc = c.get(k, v, MDB_NEXT), ++n) {
+    std::size_t bytes = 0;
+    for (int rc = c.seek(view(start), k, v); n < max && bytes < bytes_max; rc = c.get(k, v, MDB_NEXT), ++n) {
         if (rc == MDB_NOTFOUND) break;
         if (rc != 0) return detail::lmdb_error(rc);
         if (k.size() != detail::ops_key_bytes || v.size() < detail::ops_value_header_bytes) {
@@ -828,6 +830,7 @@ core::result<void> walk_ops(const detail::env& env, MDB_dbi ops, const std::stri
             spdlog::error("journal {}: op {} does not decode", path, seq);
             return o.error();
         }
+        bytes += v.size();
         fn(seq, detail::get_be(v.data(), 8), std::move(o.value()));
     }
     return core::success();
@@ -836,9 +839,10 @@ core::result<void> walk_ops(const detail::env& env, MDB_dbi ops, const std::stri
 }  // namespace
 
 core::result<std::vector<std::pair<std::uint64_t, core::op>>> journal::read_ops(std::uint64_t after_seq,
-                                                                               std::size_t max) const {
+                                                                               std::size_t max,
+                                                                               std::size_t bytes_max) const {
     std::vector<std::pair<std::uint64_t, core::op>> out;
-    auto r = walk_ops(impl_->env, impl_->db.ops, impl_->opts.path, after_seq, max,
+    auto r = walk_ops(impl_->env, impl_->db.ops, impl_->opts.path, after_seq, max, bytes_max,
                       [&out](std::uint64_t seq, std::uint64_t, core::op&& o) { out.emplace_back(seq, std::move(o)); });
     if (!r) return r.error();
     return out;
@@ -846,7 +850,7 @@ core::result<std::vector<std::pair<std::uint64_t, core::op>>> journal::read_ops(
 
 core::result<std::vector<timed_op>> journal::read_timed_ops(std::uint64_t after_seq, std::size_t max) const {
     std::vector<timed_op> out;
-    auto r = walk_ops(impl_->env, impl_->db.ops, impl_->opts.path, after_seq, max,
+    auto r = walk_ops(impl_->env, impl_->db.ops, impl_->opts.path, after_seq, max, std::numeric_limits<std::size_t>::max(),
                       [&out](std::uint64_t seq, std::uint64_t ms, core::op&& o) {
                           out.push_back(timed_op{seq, ms, std::move(o)});
                       });

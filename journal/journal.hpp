@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -161,9 +162,11 @@ public:
     void set_commit_listener(std::function<void(std::uint64_t last_seq)> fn);
 
     // Reads: any thread, short read-only transactions, never wait for the writer.
-    // Ops with seq > after_seq, ascending, at most max. errc::journal_corrupt for a bad record.
-    [[nodiscard]] core::result<std::vector<std::pair<std::uint64_t, core::op>>> read_ops(std::uint64_t after_seq,
-                                                                                        std::size_t max) const;
+    // Ops with seq > after_seq, ascending, at most max, and no more once their records reach
+    // bytes_max (the op that reaches it is the last one, so one op is always read).
+    // errc::journal_corrupt for a bad record.
+    [[nodiscard]] core::result<std::vector<std::pair<std::uint64_t, core::op>>> read_ops(
+        std::uint64_t after_seq, std::size_t max, std::size_t bytes_max = std::numeric_limits<std::size_t>::max()) const;
     // As read_ops, with each op's append wall time (for replays by time range).
     [[nodiscard]] core::result<std::vector<timed_op>> read_timed_ops(std::uint64_t after_seq, std::size_t max) const;
     // The op record (core::encode_op bytes, without the append time) of seq; errc::not_found.

@@ -227,7 +227,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
     const core::shard_index shard = opts_.shard;
     const std::uint64_t cursor = journal_.cursor(shard);
     if (journal_.last_seq() <= cursor) co_return step_outcome::idle;
-    auto batch = journal_.read_ops(cursor, opts_.lim.apply_batch_ops_max);
+    auto batch = journal_.read_ops(cursor, opts_.lim.apply_batch_ops_max, opts_.lim.apply_batch_bytes_max);
     if (!batch) {
         spdlog::error("shard {}: reading the journal after seq {} failed: {}", shard, cursor, batch.error().message());
         co_return step_outcome::journal_error;

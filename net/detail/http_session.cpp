@@ -175,24 +175,32 @@ asio::awaitable<void> server_state::async_accept_loop(std::shared_ptr<server_sta
 
         error_code opt_ec;
         socket.set_option(tcp::no_delay(true), opt_ec);  // Responses are written whole; don't delay them.
-        auto session = std::make_shared<http_session>(self, std::move(socket));
-        switch (self->admit(session)) {
-            case admission::admitted: {
-                auto ex = session->get_executor();
-                asio::co_spawn(ex, http_session::async_run(std::move(session)), core::log_task_end("http_session"));
-                break;
+        // Setting a session up allocates (and, over TLS, asks OpenSSL for an SSL object): if that
+        // fails, this one connection is dropped (its socket closes as the exception unwinds) and
+        // the loop goes on accepting; an exception must never end the listener.
+        try {
+            auto session = std::make_shared<http_session>(self, std::move(socket));
+            switch (self->admit(session)) {
+                case admission::admitted: {
+                    auto ex = session->get_executor();
+                    asio::co_spawn(ex, http_session::async_run(std::move(session)), core::log_task_end("http_session"));
+                    break;
+                }
+                case admission::full: {
+                    // Over TLS a plain-text 503 would be noise to the client, and a handshake is work
+                    // an overloaded server should not do: the connection is just closed.
+                    if (self->opts.tls) break;
+                    tcp::socket s = session->lowest().release_socket();
+                    auto ex = s.get_executor();
+                    asio::co_spawn(ex, async_reject(self, std::move(s)), core::log_task_end("http_reject"));
+                    break;
+                }
+                case admission::stopping:
+                    break;  // The session's socket closes with it.
             }
-            case admission::full: {
-                // Over TLS a plain-text 503 would be noise to the client, and a handshake is work
-                // an overloaded server should not do: the connection is just closed.
-                if (self->opts.tls) break;
-                tcp::socket s = session->lowest().release_socket();
-                auto ex = s.get_executor();
-                asio::co_spawn(ex, async_reject(self, std::move(s)), core::log_task_end("http_reject"));
-                break;
-            }
-            case admission::stopping:
-                break;  // The session's socket closes with it.
+        } catch (const std::exception& e) {
+            self->metrics.count_accept_error();
+            spdlog::warn("could not set up a connection: {}; closed it", e.what());
         }
     }
 }

@@ -113,6 +113,12 @@ TEST(journal, acks_in_order_with_contiguous_increasing_seqs) {
     std::iota(want.begin(), want.end(), 1);
     EXPECT_EQ(seen, want);
     EXPECT_EQ(j->read_op_bytes(expect_first).error(), core::errc::not_found);
+
+    // A bytes cap ends a batch at the op whose record reaches it (one op at least).
+    const std::size_t first_bytes = j->read_op_bytes(1).value().size();
+    EXPECT_EQ(j->read_ops(0, 100, 1).value().size(), 1U);
+    EXPECT_EQ(j->read_ops(0, 100, first_bytes + 8 + 1).value().size(), 2U);  // +8: the record's append time
+    EXPECT_EQ(j->read_ops(0, 100).value().size(), std::min<std::size_t>(100, expect_first - 1));
     EXPECT_EQ(j->get_stats().ops_count, expect_first - 1);
 }
 
