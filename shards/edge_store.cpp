@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <charconv>
 #include <limits>
 #include <map>
 #include <set>
@@ -67,6 +68,14 @@ void append_graph(std::string& sql, std::string_view graph) {
     sql += '\'';
     sql += graph;
     sql += '\'';
+}
+
+// Decimal text of an integer, appended (the apply path builds statements of thousands of rows).
+template <class Int>
+void append_int(std::string& sql, Int v) {
+    char buf[24];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    sql.append(buf, r.ptr);
 }
 
 void append_key_tuple(std::string& sql, const edge_row_key& k) {
@@ -165,9 +174,58 @@ struct row_write {
     core::edge_state effective = core::edge_state::normal;
 };
 
+// key, effective state, position, ts, pos_ts, pos_set, own state: the values of row_columns
+// and own_state, comma-separated.
+void append_row_values(std::string& sql, const edge_row_key& key, const core::edge_row& own, core::edge_state effective) {
+    append_graph(sql, key.graph);
+    sql += ',';
+    append_int(sql, key.node_id);
+    sql += ',';
+    append_int(sql, static_cast<int>(key.direction));
+    sql += ',';
+    append_int(sql, key.other_id);
+    sql += ',';
+    append_int(sql, static_cast<int>(effective));
+    sql += ',';
+    append_int(sql, own.position);
+    sql += ',';
+    append_int(sql, own.ts);
+    sql += ',';
+    append_int(sql, own.pos_ts);
+    sql += own.pos_set ? ",1," : ",0,";
+    append_int(sql, static_cast<int>(own.state));
+}
+
+// Count changes of one transaction, gathered unsorted and summed per count row at the end.
+class count_deltas {
+public:
+    void add(const edge_row_key& k, core::edge_state state, std::int64_t delta) {
+        items_.emplace_back(edge_count_key{k.graph, k.node_id, k.direction, state}, delta);
+    }
+    // Sorted by count row (the order every transaction locks them in), summed, zeros left out.
+    std::vector<std::pair<edge_count_key, std::int64_t>> summed() {
+        std::sort(items_.begin(), items_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        std::vector<std::pair<edge_count_key, std::int64_t>> out;
+        for (auto& item : items_) {
+            if (!out.empty() && out.back().first == item.first) {
+                out.back().second += item.second;
+            } else {
+                if (!out.empty() && out.back().second == 0) out.pop_back();
+                out.push_back(std::move(item));
+            }
+        }
+        if (!out.empty() && out.back().second == 0) out.pop_back();
+        items_.clear();
+        return out;
+    }
+
+private:
+    std::vector<std::pair<edge_count_key, std::int64_t>> items_;
+};
+
 // Writes rows and count deltas (statements of the caller's transaction).
 asio::awaitable<core::result<void>> async_write_rows(mariadb_conn& conn, const std::vector<row_write>& writes,
-                                                     const std::map<edge_count_key, std::int64_t>& deltas) {
+                                                     count_deltas& deltas) {
     if (!writes.empty()) {
         std::string upsert;
         upsert.reserve(64 + writes.size() * 80);
@@ -178,10 +236,8 @@ asio::awaitable<core::result<void>> async_write_rows(mariadb_conn& conn, const s
         for (const auto& w : writes) {
             upsert += first ? "(" : ",(";
             first = false;
-            append_graph(upsert, w.key.graph);
-            fmt::format_to(std::back_inserter(upsert), ",{},{},{},{},{},{},{},{},{})", w.key.node_id,
-                           static_cast<int>(w.key.direction), w.key.other_id, static_cast<int>(w.effective),
-                           w.own.position, w.own.ts, w.own.pos_ts, w.own.pos_set ? 1 : 0, static_cast<int>(w.own.state));
+            append_row_values(upsert, w.key, w.own, w.effective);
+            upsert += ')';
         }
         upsert +=
             " ON DUPLICATE KEY UPDATE state = VALUES(state), position = VALUES(position), ts = VALUES(ts),"
@@ -190,13 +246,24 @@ asio::awaitable<core::result<void>> async_write_rows(mariadb_conn& conn, const s
     }
     std::string counts;
     std::size_t count_rows = 0;
-    for (const auto& [ck, delta] : deltas) {
-        if (delta == 0) continue;
-        counts += count_rows++ == 0 ? "INSERT INTO edge_counts (graph, node_id, direction, state, count) VALUES " : ",";
+    for (const auto& [ck, delta] : deltas.summed()) {
+        if (count_rows++ == 0) {
+            counts.reserve(4096);
+            counts += "INSERT INTO edge_counts (graph, node_id, direction, state, count) VALUES ";
+        } else {
+            counts += ',';
+        }
         counts += '(';
         append_graph(counts, ck.graph);
-        fmt::format_to(std::back_inserter(counts), ",{},{},{},{})", ck.node_id, static_cast<int>(ck.direction),
-                       static_cast<int>(ck.state), delta);
+        counts += ',';
+        append_int(counts, ck.node_id);
+        counts += ',';
+        append_int(counts, static_cast<int>(ck.direction));
+        counts += ',';
+        append_int(counts, static_cast<int>(ck.state));
+        counts += ',';
+        append_int(counts, delta);
+        counts += ')';
     }
     if (count_rows > 0) {
         counts += " ON DUPLICATE KEY UPDATE count = count + VALUES(count)";
@@ -214,7 +281,7 @@ asio::awaitable<core::result<void>> async_write_rows(mariadb_conn& conn, const s
 // true exactly when the incoming tuple won.
 asio::awaitable<core::result<void>> async_merge_plain_rows(mariadb_conn& conn,
                                                            const std::vector<std::pair<edge_row_key, core::edge_row>>& rows,
-                                                           std::map<edge_count_key, std::int64_t>& deltas) {
+                                                           count_deltas& deltas) {
     static_assert(static_cast<int>(core::edge_state::normal) == 0 && static_cast<int>(core::edge_state::removed) == 1 &&
                       static_cast<int>(core::edge_state::archived) == 2 && static_cast<int>(core::edge_state::negative) == 3,
                   "the SQL rank (4 - state) MOD 4 is core::edge_state_rank");
@@ -228,10 +295,8 @@ asio::awaitable<core::result<void>> async_merge_plain_rows(mariadb_conn& conn,
     for (const auto& [key, row] : rows) {
         sql += first ? "(" : ",(";
         first = false;
-        append_graph(sql, key.graph);
-        fmt::format_to(std::back_inserter(sql), ",{},{},{},{},{},{},{},{},{},255)", key.node_id,
-                       static_cast<int>(key.direction), key.other_id, static_cast<int>(row.state), row.position, row.ts,
-                       row.pos_ts, row.pos_set ? 1 : 0, static_cast<int>(row.state));
+        append_row_values(sql, key, row, row.state);
+        sql += ",255)";
     }
     sql +=
         " ON DUPLICATE KEY UPDATE prev_state = state,"
@@ -245,23 +310,35 @@ asio::awaitable<core::result<void>> async_merge_plain_rows(mariadb_conn& conn,
     auto r = co_await conn.async_query(sql);
     if (!r) co_return r.error();
     const auto& got = r.value();
-    // RETURNING lists the rows in the order of VALUES; each is still matched by its key, so
-    // that another order could never attribute a count to the wrong node.
-    std::map<edge_row_key, std::pair<std::uint64_t, core::edge_state>> outcome;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-        edge_row_key k{std::string(*got.at(i, 0)), got.int64_at(i, 1), static_cast<edge_direction>(got.uint64_at(i, 2)),
-                       got.int64_at(i, 3)};
-        outcome.emplace(std::move(k), std::pair{got.uint64_at(i, 4), static_cast<core::edge_state>(got.uint64_at(i, 5))});
-    }
-    for (const auto& [key, _] : rows) {
-        const auto it = outcome.find(key);
-        if (it == outcome.end()) co_return core::errc::shard_rejected;  // never expected: a row back per row sent
-        const auto [prev, now] = it->second;
+    // RETURNING lists the rows in the order of VALUES; each is still checked against its key
+    // (and found by key if the order ever differed), so that no count goes to the wrong node.
+    auto key_at = [&got](std::size_t i) {
+        return edge_row_key{std::string(*got.at(i, 0)), got.int64_at(i, 1), static_cast<edge_direction>(got.uint64_at(i, 2)),
+                            got.int64_at(i, 3)};
+    };
+    auto same_key = [&got](std::size_t i, const edge_row_key& k) {
+        return got.int64_at(i, 1) == k.node_id && got.int64_at(i, 3) == k.other_id &&
+               got.uint64_at(i, 2) == static_cast<std::uint64_t>(k.direction) && *got.at(i, 0) == k.graph;
+    };
+    std::map<edge_row_key, std::size_t> by_key;  // only if RETURNING's order differs from VALUES'
+    for (std::size_t want = 0; want < rows.size(); ++want) {
+        const auto& key = rows[want].first;
+        std::size_t i = want;
+        if (i >= got.size() || !same_key(i, key)) {
+            if (by_key.empty()) {
+                for (std::size_t j = 0; j < got.size(); ++j) by_key.emplace(key_at(j), j);
+            }
+            const auto it = by_key.find(key);
+            if (it == by_key.end()) co_return core::errc::shard_rejected;  // never expected: a row back per row sent
+            i = it->second;
+        }
+        const auto prev = got.uint64_at(i, 4);
+        const auto now = static_cast<core::edge_state>(got.uint64_at(i, 5));
         if (prev == 255) {
-            deltas[{key.graph, key.node_id, key.direction, now}] += 1;
+            deltas.add(key, now, 1);
         } else if (prev != static_cast<std::uint64_t>(now)) {
-            deltas[{key.graph, key.node_id, key.direction, static_cast<core::edge_state>(prev)}] -= 1;
-            deltas[{key.graph, key.node_id, key.direction, now}] += 1;
+            deltas.add(key, static_cast<core::edge_state>(prev), -1);
+            deltas.add(key, now, 1);
         }
     }
     co_return core::success();
@@ -294,14 +371,14 @@ asio::awaitable<core::result<void>> async_recompute_rows(mariadb_conn& conn,
     auto regs = co_await async_read_registers(conn, nodes, " LOCK IN SHARE MODE");
     if (!regs) co_return regs.error();
     std::vector<row_write> writes;
-    std::map<edge_count_key, std::int64_t> deltas;
+    count_deltas deltas;
     for (const auto& [key, row] : rows) {
         const auto eff = core::edge_effective_state(row.own, registers_of(regs.value(), key.graph, key.node_id),
                                                     registers_of(regs.value(), key.graph, key.other_id));
         if (eff == row.effective) continue;
         writes.push_back({key, row.own, eff});
-        deltas[{key.graph, key.node_id, key.direction, row.effective}] -= 1;
-        deltas[{key.graph, key.node_id, key.direction, eff}] += 1;
+        deltas.add(key, row.effective, -1);
+        deltas.add(key, eff, 1);
     }
     co_return co_await async_write_rows(conn, writes, deltas);
 }
@@ -364,10 +441,11 @@ asio::awaitable<core::result<void>> async_recompute_node(mariadb_conn& conn, con
 asio::awaitable<core::result<void>> async_apply_edges(mariadb_conn& conn, const core::shard_map& map,
                                                       core::shard_index shard,
                                                       std::span<const core::op* const> ops) {
-    // The ops that touch this shard, grouped by row key; std::map keeps keys sorted so that
-    // every transaction locks rows in the same order (fewer deadlocks between gateways).
-    // Node ops touch every shard (their registers are replicated).
-    std::map<edge_row_key, std::vector<const core::op*>> by_key;
+    // The rows of this shard's edge ops, sorted by key so that every transaction locks rows in
+    // the same order (fewer deadlocks between gateways), in runs of one key. Node ops touch
+    // every shard (their registers are replicated).
+    std::vector<std::pair<edge_row_key, const core::op*>> keyed;
+    keyed.reserve(ops.size());
     std::map<node_key, std::vector<const core::op*>> by_node;
     for (const core::op* o : ops) {
         if (const auto* n = std::get_if<core::node_op>(&o->body)) {
@@ -376,11 +454,28 @@ asio::awaitable<core::result<void>> async_apply_edges(mariadb_conn& conn, const 
         }
         const auto* e = std::get_if<core::edge_op>(&o->body);
         if (!e) continue;
-        for (auto& [s, key] : edge_rows_of(*e, map)) {
-            if (s == shard) by_key[std::move(key)].push_back(o);
-        }
+        if (map.shard_of_id(e->source_id) == shard) keyed.emplace_back(key_of(*e, edge_direction::forward), o);
+        if (map.shard_of_id(e->destination_id) == shard) keyed.emplace_back(key_of(*e, edge_direction::backward), o);
     }
-    if (by_key.empty() && by_node.empty()) co_return core::success();
+    if (keyed.empty() && by_node.empty()) co_return core::success();
+    std::sort(keyed.begin(), keyed.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    struct key_run {
+        std::size_t begin = 0;
+        std::size_t end = 0;
+    };
+    std::vector<key_run> runs;
+    for (std::size_t i = 0; i < keyed.size(); ++i) {
+        if (runs.empty() || keyed[runs.back().begin].first != keyed[i].first) runs.push_back({i, i});
+        runs.back().end = i + 1;
+    }
+    // The join of a run's ops onto `row`.
+    auto fold = [&keyed](std::optional<core::edge_row> row, const key_run& run) {
+        for (std::size_t i = run.begin; i < run.end; ++i) {
+            row = core::edge_merge(row, std::get<core::edge_op>(keyed[i].second->body), keyed[i].second->ts);
+        }
+        CAIRN_ASSERT(row.has_value());
+        return *row;
+    };
 
     auto r = co_await async_in_transaction(conn, [&]() -> asio::awaitable<core::result<void>> {
         // 1. The node ops' registers (before the edge rows, which read them).
@@ -408,11 +503,12 @@ asio::awaitable<core::result<void>> async_apply_edges(mariadb_conn& conn, const 
                 if (auto w = co_await conn.async_execute(upsert); !w) co_return w;
             }
         }
-        if (by_key.empty()) co_return core::success();
+        if (runs.empty()) co_return core::success();
 
         // 2. The edge rows: registers of their endpoints, then the rows themselves.
         std::set<node_key> endpoints;
-        for (const auto& [key, _] : by_key) {
+        for (const auto& run : runs) {
+            const auto& key = keyed[run.begin].first;
             endpoints.insert({key.graph, key.node_id});
             endpoints.insert({key.graph, key.other_id});
         }
@@ -424,20 +520,19 @@ asio::awaitable<core::result<void>> async_apply_edges(mariadb_conn& conn, const 
         // merge it on its own: one upsert that reports each row's state before and after.
         // Rows under a node op take the locking read, where the effective state is worked
         // out here.
-        std::map<edge_count_key, std::int64_t> deltas;
+        count_deltas deltas;
         std::vector<std::pair<edge_row_key, core::edge_row>> plain;
-        std::vector<const std::pair<const edge_row_key, std::vector<const core::op*>>*> registered;
-        for (const auto& entry : by_key) {
-            const auto& key = entry.first;
-            const bool none = !regs.value().contains({key.graph, key.node_id}) && !regs.value().contains({key.graph, key.other_id});
-            if (!none) {
-                registered.push_back(&entry);
-                continue;
+        std::vector<key_run> registered;
+        plain.reserve(runs.size());
+        for (const auto& run : runs) {
+            const auto& key = keyed[run.begin].first;
+            const bool none = regs.value().empty() || (!regs.value().contains({key.graph, key.node_id}) &&
+                                                       !regs.value().contains({key.graph, key.other_id}));
+            if (none) {
+                plain.emplace_back(key, fold(std::nullopt, run));
+            } else {
+                registered.push_back(run);
             }
-            std::optional<core::edge_row> folded;
-            for (const core::op* o : entry.second) folded = core::edge_merge(folded, std::get<core::edge_op>(o->body), o->ts);
-            CAIRN_ASSERT(folded.has_value());
-            plain.emplace_back(key, *folded);
         }
         if (auto m = co_await async_merge_plain_rows(conn, plain, deltas); !m) co_return m;
         if (registered.empty()) {
@@ -454,10 +549,10 @@ asio::awaitable<core::result<void>> async_apply_edges(mariadb_conn& conn, const 
         // cairn-bench's drain scenario); the primary key is always the right access path here.
         sql += " FROM edges FORCE INDEX (PRIMARY) WHERE (graph, node_id, direction, other_id) IN (";
         bool first = true;
-        for (const auto* entry : registered) {
+        for (const auto& run : registered) {
             if (!first) sql += ',';
             first = false;
-            append_key_tuple(sql, entry->first);
+            append_key_tuple(sql, keyed[run.begin].first);
         }
         sql += ") FOR UPDATE";
         auto current = co_await conn.async_query(sql);
@@ -467,22 +562,20 @@ asio::awaitable<core::result<void>> async_apply_edges(mariadb_conn& conn, const 
 
         // Fold every op onto its row; a row is written and counted only if it really changed.
         std::vector<row_write> writes;
-        for (const auto* entry : registered) {
-            const auto& [key, key_ops] = *entry;
+        for (const auto& run : registered) {
+            const auto& key = keyed[run.begin].first;
             const auto it = existing.find(key);
             std::optional<core::edge_row> before;
             if (it != existing.end()) before = it->second.own;
-            std::optional<core::edge_row> after = before;
-            for (const core::op* o : key_ops) after = core::edge_merge(after, std::get<core::edge_op>(o->body), o->ts);
-            CAIRN_ASSERT(after.has_value());
+            const std::optional<core::edge_row> after = fold(before, run);
             const auto eff = core::edge_effective_state(*after, registers_of(regs.value(), key.graph, key.node_id),
                                                         registers_of(regs.value(), key.graph, key.other_id));
             const bool had = it != existing.end();
             if (had && before == after && it->second.effective == eff) continue;
             writes.push_back({key, *after, eff});
             if (!had || it->second.effective != eff) {
-                if (had) deltas[{key.graph, key.node_id, key.direction, it->second.effective}] -= 1;
-                deltas[{key.graph, key.node_id, key.direction, eff}] += 1;
+                if (had) deltas.add(key, it->second.effective, -1);
+                deltas.add(key, eff, 1);
             }
         }
         co_return co_await async_write_rows(conn, writes, deltas);

@@ -45,7 +45,8 @@ asio::awaitable<core::result<void>> async_apply_family(apply_family f, mariadb_c
 
 // The rows' shards of one model's op body.
 void add_shards(const core::edge_op& e, const core::shard_map& map, std::vector<core::shard_index>& out) {
-    for (const auto& row : edge_rows_of(e, map)) out.push_back(row.first);
+    out.push_back(map.shard_of_id(e.source_id));       // the forward row (edge_rows_of)
+    out.push_back(map.shard_of_id(e.destination_id));  // the backward row
 }
 // A node's registers live on every shard, as its edges' rows do (backward rows sit on the
 // other endpoint's shard).
@@ -82,6 +83,9 @@ std::vector<core::shard_index> shards_of(const core::op& o, const core::shard_ma
 }
 
 bool touches_shard(const core::op& o, const core::shard_map& map, core::shard_index shard) {
+    if (const auto* e = std::get_if<core::edge_op>(&o.body)) {  // the hot case: no vector built
+        return map.shard_of_id(e->source_id) == shard || map.shard_of_id(e->destination_id) == shard;
+    }
     const auto s = shards_of(o, map);
     return std::binary_search(s.begin(), s.end(), shard);
 }
