@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
 
 namespace cairn::net {
 namespace {
@@ -285,12 +287,19 @@ std::variant<set_request, input_error> parse_set_request(std::string_view body) 
     return out;
 }
 
+namespace {
+template <class Int>
+void append_decimal(std::string& out, Int v) {
+    char buf[24];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, r.ptr);
+}
+}  // namespace
+
 void append_int64(std::string& out, std::int64_t v, id_format f) {
-    if (f == id_format::string) {
-        fmt::format_to(std::back_inserter(out), "\"{}\"", v);
-    } else {
-        fmt::format_to(std::back_inserter(out), "{}", v);
-    }
+    if (f == id_format::string) out += '"';
+    append_decimal(out, v);
+    if (f == id_format::string) out += '"';
 }
 
 std::string render_edge(std::string_view graph, std::int64_t source_id, std::int64_t destination_id,
@@ -305,13 +314,19 @@ std::string render_edge(std::string_view graph, std::int64_t source_id, std::int
     return out;
 }
 
-std::string render_page_edge(bool forward, std::int64_t other_id, const core::edge_row& row, id_format ids) {
-    std::string out = fmt::format(R"({{"{}":)", forward ? "destination_id" : "source_id");
+void append_page_edge(std::string& out, bool forward, std::int64_t other_id, const core::edge_row& row, id_format ids) {
+    // Pages are cairn's widest answers: built by appends, without a format string per field.
+    out += forward ? R"({"destination_id":)" : R"({"source_id":)";
     append_int64(out, other_id, ids);
-    fmt::format_to(std::back_inserter(out), R"(,"state":"{}","position":)", core::edge_state_name(row.state));
+    out += R"(,"state":")";
+    out += core::edge_state_name(row.state);
+    out += R"(","position":)";
     append_int64(out, row.position, ids);
-    fmt::format_to(std::back_inserter(out), R"(,"ts":"{}","ts_ms":{}}})", row.ts, core::hlc_ms(row.ts));
-    return out;
+    out += R"(,"ts":")";
+    append_decimal(out, row.ts);
+    out += R"(","ts_ms":)";
+    append_decimal(out, core::hlc_ms(row.ts));
+    out += '}';
 }
 
 }  // namespace cairn::net

@@ -79,9 +79,9 @@ void append_int64(std::string& out, std::int64_t v, id_format f);
 std::string render_edge(std::string_view graph, std::int64_t source_id, std::int64_t destination_id,
                         const core::edge_row& row, id_format ids = id_format::number);
 
-// One element of a page: {"destination_id" (forward) or "source_id" (backward):..,"state":..,
-// "position":..,"ts":"..","ts_ms":..}. other_id is the node at the other end of the edge.
-std::string render_page_edge(bool forward, std::int64_t other_id, const core::edge_row& row,
-                             id_format ids = id_format::number);
+// Appends one element of a page: {"destination_id" (forward) or "source_id" (backward):..,
+// "state":..,"position":..,"ts":"..","ts_ms":..}. other_id is the node at the other end of the edge.
+void append_page_edge(std::string& out, bool forward, std::int64_t other_id, const core::edge_row& row,
+                      id_format ids = id_format::number);
 
 }  // namespace cairn::net

@@ -125,7 +125,9 @@ asio::awaitable<response> async_get_page(gateway& gw, route_context& ctx) {
     const auto query = [&](shards::mariadb_conn& c) { return shards::async_page_edges(c, std::move(page_req)); };
     const auto render = [&](shards::edge_page page) {
         const bool forward = q.direction == shards::edge_direction::forward;
-        std::string body = fmt::format(R"({{"graph":"{}","node_id":)", q.graph);
+        std::string body;
+        body.reserve(256 + page.edges.size() * 96);
+        fmt::format_to(std::back_inserter(body), R"({{"graph":"{}","node_id":)", q.graph);
         append_int64(body, q.node_id, q.ids);
         fmt::format_to(std::back_inserter(body), R"(,"direction":"{}","state":"{}","edges":[)",
                        direction_name(q.direction), core::edge_state_name(q.state));
@@ -133,7 +135,7 @@ asio::awaitable<response> async_get_page(gateway& gw, route_context& ctx) {
         for (const auto& e : page.edges) {
             if (!first) body += ',';
             first = false;
-            body += render_page_edge(forward, e.key.other_id, e.row, q.ids);
+            append_page_edge(body, forward, e.key.other_id, e.row, q.ids);
         }
         const std::string scope = page_scope(q);
         fmt::format_to(std::back_inserter(body), R"(],"next_cursor":{},"prev_cursor":{}}})",
