@@ -53,6 +53,39 @@ std::string lat_cell(const json& j) {
 
 bool is_ok(const json& j) { return str(j, "status") == "ok"; }
 
+// The run of median throughput among a line's rounds (scripts/bench --rounds), failed runs last:
+// its figures stand for the line.
+const json* median_run(std::vector<const json*> runs) {
+    std::stable_sort(runs.begin(), runs.end(), [](const json* a, const json* b) {
+        if (is_ok(*a) != is_ok(*b)) return is_ok(*a);
+        return num(*a, "throughput") < num(*b, "throughput");
+    });
+    const auto ok = static_cast<std::size_t>(std::count_if(runs.begin(), runs.end(), [](const json* r) { return is_ok(*r); }));
+    return ok == 0 ? runs.front() : runs[(ok - 1) / 2];
+}
+
+// cairn/direct per round (the i-th successful run of each, in the order they ran): median, min, max.
+struct ratio_spread {
+    double median = 0, min = 0, max = 0;
+    std::size_t rounds = 0;
+};
+ratio_spread ratios(const std::vector<const json*>& cairn, const std::vector<const json*>& direct) {
+    std::vector<double> c, d, r;
+    for (const json* j : cairn) if (is_ok(*j)) c.push_back(num(*j, "throughput"));
+    for (const json* j : direct) if (is_ok(*j)) d.push_back(num(*j, "throughput"));
+    for (std::size_t i = 0; i < std::min(c.size(), d.size()); ++i) {
+        if (d[i] > 0) r.push_back(c[i] / d[i]);
+    }
+    ratio_spread out;
+    if (r.empty()) return out;
+    std::sort(r.begin(), r.end());
+    out.median = r[(r.size() - 1) / 2];
+    out.min = r.front();
+    out.max = r.back();
+    out.rounds = r.size();
+    return out;
+}
+
 struct line_key {
     std::string scenario;
     std::string mode;
@@ -79,7 +112,7 @@ std::string summary_table(const std::vector<std::string>& report_jsons) {
             continue;
         }
         // Lines: one per (mode, concurrency, rate); cairn over HTTP (and WebSocket when it exists) beside direct.
-        std::map<line_key, std::map<std::string, const json*>> lines;
+        std::map<line_key, std::map<std::string, std::vector<const json*>>> lines;
         std::vector<const json*> unmeasurable;
         for (const auto& j : reports) {
             if (str(j, "scenario") != scenario) continue;
@@ -90,11 +123,12 @@ std::string summary_table(const std::vector<std::string>& report_jsons) {
             line_key k{scenario, str(j, "mode"), str(j, "mode") == "once" ? 0 : num(j, "concurrency"), num(j, "rate_target")};
             // Sustained: cairn's searched rate and direct's closed loop share a line per client count.
             if (scenario == "sustained") k.mode = "search";
-            lines[k][str(j, "target")] = &j;
+            lines[k][str(j, "target")].push_back(&j);
         }
         for (const auto& [k, by_target] : lines) {
-            const json* direct = by_target.contains("direct") ? by_target.at("direct") : nullptr;
-            for (const auto& [tgt, j] : by_target) {
+            const json* direct = by_target.contains("direct") ? median_run(by_target.at("direct")) : nullptr;
+            for (const auto& [tgt, runs] : by_target) {
+                const json* j = median_run(runs);
                 if (tgt == "direct" && by_target.size() > 1) continue;
                 const bool is_direct = tgt == "direct";
                 const std::string unit = str(*j, "unit");
@@ -109,7 +143,13 @@ std::string summary_table(const std::vector<std::string>& report_jsons) {
                 if (!is_direct) cairn_cell = fmt::format("{} ({})", cell(*j), tgt);
                 if (direct) direct_cell = cell(*direct);
                 if (!is_direct && direct && is_ok(*j) && is_ok(*direct) && num(*direct, "throughput") > 0) {
-                    ratio = fmt::format("**{:.2f}**", num(*j, "throughput") / num(*direct, "throughput"));
+                    const auto rs = ratios(runs, by_target.at("direct"));
+                    if (rs.rounds > 1) {
+                        // The median of the rounds' ratios, with their spread (min–max).
+                        ratio = fmt::format("**{:.2f}** ({:.2f}–{:.2f}, {} rounds)", rs.median, rs.min, rs.max, rs.rounds);
+                    } else {
+                        ratio = fmt::format("**{:.2f}**", num(*j, "throughput") / num(*direct, "throughput"));
+                    }
                 }
                 if (!is_direct && scenario == "sustained" && is_ok(*j) && j->contains("extra")) {
                     const auto& x = (*j)["extra"];

@@ -168,5 +168,20 @@ TEST(summary, table_puts_the_ratio_on_each_line) {
     EXPECT_LT(t.find("| write |"), t.find("| sustained |"));  // issue 3's order
 }
 
+TEST(bench_report, rounds_of_a_line_give_the_median_run_and_the_spread_of_the_ratios) {
+    // Three alternating rounds: ratios 2.0, 4.0, 3.0 -> median 3.00, spread 2.00–4.00; the figures
+    // shown are those of the median run of each target.
+    const auto t = summary_table({to_json(closed_run("write", "cairn-http", 16, 2000)),
+                                  to_json(closed_run("write", "direct", 16, 1000)),
+                                  to_json(closed_run("write", "cairn-http", 16, 8000)),
+                                  to_json(closed_run("write", "direct", 16, 2000)),
+                                  to_json(closed_run("write", "cairn-http", 16, 4500)),
+                                  to_json(closed_run("write", "direct", 16, 1500))});
+    EXPECT_NE(t.find("| write | 16 | 4500 ops/s (cairn-http) | 1500 ops/s | **3.00** (2.00–4.00, 3 rounds) |"),
+              std::string::npos)
+        << t;
+    EXPECT_EQ(t.find("8000 ops/s"), std::string::npos) << t;  // one line per target, not one per round
+}
+
 }  // namespace
 }  // namespace cairn::bench
