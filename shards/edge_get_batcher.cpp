@@ -64,7 +64,20 @@ asio::awaitable<core::result<std::optional<core::edge_row>>> edge_get_batcher::a
             start = true;
         }
     }
-    if (start) asio::co_spawn(ex_, async_run(), core::log_task_end{"edge get batcher"});
+    if (start) {
+        // The batcher was idle (the common case at low load): this read runs the first batch
+        // itself, with no hand-off to another coroutine and back, then leaves whatever arrived
+        // meanwhile to a runner, which takes over the runner count this read took.
+        auto batch = take_batch();
+        if (!batch.empty()) co_await async_serve(std::move(batch), s.get());
+        bool more = false;
+        {
+            std::lock_guard lock(mu_);
+            more = !queue_.empty();
+            if (!more) --runners_;
+        }
+        if (more) asio::co_spawn(ex_, async_run(), core::log_task_end{"edge get batcher"});
+    }
     for (;;) {
         {
             std::lock_guard lock(mu_);
@@ -81,45 +94,59 @@ asio::awaitable<core::result<std::optional<core::edge_row>>> edge_get_batcher::a
     }
 }
 
-asio::awaitable<void> edge_get_batcher::async_run() {
+std::vector<std::shared_ptr<edge_get_batcher::slot>> edge_get_batcher::take_batch() {
     std::vector<std::shared_ptr<slot>> batch;
+    std::lock_guard lock(mu_);
+    if (queue_.empty()) return batch;
+    // Every queued read of the first one's graph, up to the limit, in arrival order.
+    const std::string graph = queue_.front()->graph;
+    for (auto it = queue_.begin(); it != queue_.end() && batch.size() < batch_keys_max_;) {
+        if ((*it)->graph == graph) {
+            batch.push_back(std::move(*it));
+            it = queue_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    return batch;
+}
+
+asio::awaitable<void> edge_get_batcher::async_serve(std::vector<std::shared_ptr<slot>> batch, const slot* self) {
     std::vector<std::pair<std::int64_t, std::int64_t>> keys;
+    keys.reserve(batch.size());
+    for (const auto& s : batch) keys.push_back(s->key);
+    if (batch_keys_) batch_keys_->observe(static_cast<double>(keys.size()));
+    auto r = co_await async_fetch(pool_, batch.front()->graph, keys);
+    {
+        std::lock_guard lock(mu_);
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            if (r) {
+                batch[i]->result = r.value().at(i);
+            } else {
+                batch[i]->result = r.error();
+            }
+            batch[i]->done = true;
+        }
+    }
+    // A timer may only be touched on its own executor; the shared_ptr keeps it alive. The read
+    // that ran this batch itself is not waiting.
+    for (const auto& s : batch) {
+        if (s.get() != self) asio::post(s->timer->get_executor(), [t = s->timer] { t->cancel(); });
+    }
+}
+
+asio::awaitable<void> edge_get_batcher::async_run() {
     for (;;) {
-        batch.clear();
-        keys.clear();
-        {
+        auto batch = take_batch();
+        if (batch.empty()) {
             std::lock_guard lock(mu_);
             if (queue_.empty()) {
                 --runners_;
                 co_return;
             }
-            // Every queued read of the first one's graph, up to the limit, in arrival order.
-            const std::string graph = queue_.front()->graph;
-            for (auto it = queue_.begin(); it != queue_.end() && batch.size() < batch_keys_max_;) {
-                if ((*it)->graph == graph) {
-                    batch.push_back(std::move(*it));
-                    it = queue_.erase(it);
-                } else {
-                    ++it;
-                }
-            }
+            continue;  // a read arrived between the two locks
         }
-        for (const auto& s : batch) keys.push_back(s->key);
-        if (batch_keys_) batch_keys_->observe(static_cast<double>(keys.size()));
-        auto r = co_await async_fetch(pool_, batch.front()->graph, keys);
-        {
-            std::lock_guard lock(mu_);
-            for (std::size_t i = 0; i < batch.size(); ++i) {
-                if (r) {
-                    batch[i]->result = r.value().at(i);
-                } else {
-                    batch[i]->result = r.error();
-                }
-                batch[i]->done = true;
-            }
-        }
-        // A timer may only be touched on its own executor; the shared_ptr keeps it alive.
-        for (const auto& s : batch) asio::post(s->timer->get_executor(), [t = s->timer] { t->cancel(); });
+        co_await async_serve(std::move(batch), nullptr);
     }
 }
 

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace cairn::shards {
 
@@ -44,6 +45,11 @@ public:
 
 private:
     struct slot;
+    // The next batch (reads of one graph, oldest first), empty if nothing is queued.
+    std::vector<std::shared_ptr<slot>> take_batch();
+    // Reads the batch's rows and hands each read its result; `self` (may be null) is the read
+    // running this, which is not woken.
+    boost::asio::awaitable<void> async_serve(std::vector<std::shared_ptr<slot>> batch, const slot* self);
     boost::asio::awaitable<void> async_run();
 
     boost::asio::any_io_executor ex_;
