@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <type_traits>
 
 namespace cairn::shards {
 namespace {
@@ -76,6 +77,22 @@ void append_int(std::string& sql, Int v) {
     char buf[24];
     const auto r = std::to_chars(buf, buf + sizeof buf, v);
     sql.append(buf, r.ptr);
+}
+
+// Comma-separated values: a graph name (string_view) or integers, each as append_graph / append_int.
+template <class... Values>
+void append_values(std::string& sql, const Values&... values) {
+    bool first = true;
+    const auto one = [&](const auto& v) {
+        if (!first) sql += ',';
+        first = false;
+        if constexpr (std::is_convertible_v<decltype(v), std::string_view>) {
+            append_graph(sql, v);
+        } else {
+            append_int(sql, v);
+        }
+    };
+    (one(values), ...);
 }
 
 void append_key_tuple(std::string& sql, const edge_row_key& k) {
@@ -177,23 +194,8 @@ struct row_write {
 // key, effective state, position, ts, pos_ts, pos_set, own state: the values of row_columns
 // and own_state, comma-separated.
 void append_row_values(std::string& sql, const edge_row_key& key, const core::edge_row& own, core::edge_state effective) {
-    append_graph(sql, key.graph);
-    sql += ',';
-    append_int(sql, key.node_id);
-    sql += ',';
-    append_int(sql, static_cast<int>(key.direction));
-    sql += ',';
-    append_int(sql, key.other_id);
-    sql += ',';
-    append_int(sql, static_cast<int>(effective));
-    sql += ',';
-    append_int(sql, own.position);
-    sql += ',';
-    append_int(sql, own.ts);
-    sql += ',';
-    append_int(sql, own.pos_ts);
-    sql += own.pos_set ? ",1," : ",0,";
-    append_int(sql, static_cast<int>(own.state));
+    append_values(sql, key.graph, key.node_id, static_cast<int>(key.direction), key.other_id, static_cast<int>(effective),
+                  own.position, own.ts, own.pos_ts, own.pos_set ? 1 : 0, static_cast<int>(own.state));
 }
 
 // Count changes of one transaction, gathered unsorted and summed per count row at the end.
@@ -254,15 +256,7 @@ asio::awaitable<core::result<void>> async_write_rows(mariadb_conn& conn, const s
             counts += ',';
         }
         counts += '(';
-        append_graph(counts, ck.graph);
-        counts += ',';
-        append_int(counts, ck.node_id);
-        counts += ',';
-        append_int(counts, static_cast<int>(ck.direction));
-        counts += ',';
-        append_int(counts, static_cast<int>(ck.state));
-        counts += ',';
-        append_int(counts, delta);
+        append_values(counts, ck.graph, ck.node_id, static_cast<int>(ck.direction), static_cast<int>(ck.state), delta);
         counts += ')';
     }
     if (count_rows > 0) {
