@@ -11,12 +11,10 @@
 #include "indexing/cleaner.hpp"
 #include "indexing/index_registry.hpp"
 #include "journal/journal.hpp"
-#include "net/admin_routes.hpp"
 #include "net/auth.hpp"
 #include "net/gateway.hpp"
 #include "net/http_server.hpp"
 #include "net/tls.hpp"
-#include "net/replay_routes.hpp"
 #include "net/router.hpp"
 #include "net/routes.hpp"
 #include "net/ws_api.hpp"
@@ -222,15 +220,7 @@ int main(int argc, char** argv) {
     indexing::cleaner index_cleaner(ioc.get_executor(), jn, shard_set, indexes, cfg.lim, metrics);
     gw.index_cleaner = &index_cleaner;
     net::router router;
-    net::add_edge_routes(router, gw);
-    net::add_health_routes(router, gw);
-    net::add_set_routes(router, gw);
-    net::add_counter_routes(router, gw);
-    net::add_cell_routes(router, gw);
-    net::add_entity_routes(router, gw);
-    net::add_index_routes(router, gw);
-    net::add_admin_routes(router, gw);
-    net::add_replay_routes(router, gw);
+    net::add_api_routes(router, gw);
     net::auth auth(cfg.tokens);
     net::server_options so;
     so.address = cfg.listen_address;

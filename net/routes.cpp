@@ -4,11 +4,13 @@
 
 #include "core/codec.hpp"
 #include "journal/journal.hpp"
+#include "net/admin_routes.hpp"
 #include "net/detail/applied_wait.hpp"
 #include "net/detail/journal_write.hpp"
 #include "net/edge_json.hpp"
 #include "net/gateway.hpp"
 #include "net/problem.hpp"
+#include "net/replay_routes.hpp"
 #include "net/router.hpp"
 #include "shards/edge_get_batcher.hpp"
 #include "shards/edge_store.hpp"
@@ -129,6 +131,18 @@ std::string render_ready(gateway& gw, bool verbose, bool& ready) {
 }
 
 }  // namespace
+
+void add_api_routes(router& r, gateway& gw) {
+    add_edge_routes(r, gw);
+    add_health_routes(r, gw);
+    add_set_routes(r, gw);
+    add_counter_routes(r, gw);
+    add_cell_routes(r, gw);
+    add_entity_routes(r, gw);
+    add_index_routes(r, gw);
+    add_admin_routes(r, gw);
+    add_replay_routes(r, gw);
+}
 
 void add_edge_routes(router& r, gateway& gw) {
     r.add(http::verb::post, "/v1/graphs/{graph}/edges", core::role::write,

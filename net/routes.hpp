@@ -7,6 +7,10 @@ namespace cairn::net {
 class router;
 struct gateway;
 
+// Every route of cairn's API: the ones below, the admin and the replay routes (net/admin_routes.hpp,
+// net/replay_routes.hpp). What cairnd serves; gw.indexes and gw.index_cleaner must be set.
+void add_api_routes(router& r, gateway& gw);
+
 // Writes and single-edge reads; also adds the read routes below.
 void add_edge_routes(router& r, gateway& gw);
 // Pages, counts and multi-get (net/edge_read_routes.cpp).

@@ -1,0 +1,93 @@
+// Fuzz target: WebSocket messages through the real dispatch of an in-process cairnd
+// (tests/fuzz/support/gateway.hpp): upgrade of /v1/ws, the message envelope (JSON text and msgpack
+// binary frames), the router and every route behind it, answers rendered for either frame type.
+//
+// Input: a flags byte, then frames separated by the 4 bytes 1E 1E 1E 1E; a frame's first byte
+// chooses its type (even: text, odd: binary), the rest is its payload. Flags bit 0: close the
+// connection right after sending (requests still in flight when it closes), else wait for the
+// answers first. What must hold:
+//   - the gateway never crashes (ASan, UBSan) and never hangs: every frame gets its answer (or the
+//     gateway closes the connection, e.g. 1009 for a frame over its size) within 8 s;
+//   - every answer is an object with "id" and an integer "status" (JSON for a text frame, msgpack
+//     for a binary one);
+//   - it still serves a new connection afterwards (checked every 128 inputs).
+#include "tests/fuzz/support/gateway.hpp"
+#include "tests/support/ws_client.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+constexpr std::string_view separator = "\x1e\x1e\x1e\x1e";
+constexpr std::size_t frames_max = 64;
+
+struct frame {
+    std::string_view payload;
+    bool binary = false;
+};
+
+[[noreturn]] void fail(const std::string& what) {
+    std::fprintf(stderr, "ws_dispatch_fuzz: %s\n", what.c_str());
+    std::abort();
+}
+
+std::vector<frame> split_frames(std::string_view in) {
+    std::vector<frame> out;
+    while (!in.empty() && out.size() < frames_max) {
+        const auto end = in.find(separator);
+        const auto chunk = in.substr(0, end);
+        if (!chunk.empty()) out.push_back({chunk.substr(1), (static_cast<unsigned char>(chunk[0]) & 1) != 0});
+        if (end == std::string_view::npos) break;
+        in.remove_prefix(end + separator.size());
+    }
+    return out;
+}
+
+void check_answer(const cairn::test::ws_frame& f) {
+    const auto a = f.binary ? nlohmann::json::from_msgpack(f.data, true, false) : nlohmann::json::parse(f.data, nullptr, false);
+    if (a.is_discarded() || !a.is_object()) fail("an answer that is not a " + std::string(f.binary ? "msgpack" : "JSON") + " object: " + f.data);
+    if (!a.contains("id") || !a.contains("status") || !a["status"].is_number_integer()) fail("an answer without id or status: " + a.dump());
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+    cairn::fuzz::gateway_port();
+    return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    static std::uint64_t inputs = 0;
+    if (size == 0) return 0;
+    const bool close_at_once = (data[0] & 1) != 0;
+    const auto frames = split_frames(std::string_view(reinterpret_cast<const char*>(data + 1), size - 1));
+
+    cairn::test::ws_client ws(cairn::fuzz::gateway_port(), std::chrono::seconds(8));
+    if (auto r = ws.connect(std::string(cairn::fuzz::admin_token)); !r) fail("the upgrade failed: " + r.error().message());
+    std::size_t sent = 0;
+    for (const auto& f : frames) {
+        auto r = f.binary ? ws.send_binary(f.payload) : ws.send_text(f.payload);
+        if (!r) break;  // the gateway closed the connection (e.g. a frame over its size)
+        ++sent;
+    }
+    if (!close_at_once) {
+        for (std::size_t answers = 0; answers < sent; ++answers) {
+            auto a = ws.read();
+            if (!a) {
+                if (a.error() == cairn::core::errc::timeout) fail("no answer within 8 s");
+                break;  // closed by the gateway
+            }
+            check_answer(a.value());
+        }
+    }
+    ws.close();
+    if (++inputs % 128 == 0 && !cairn::fuzz::gateway_serves()) fail("the gateway no longer answers GET /livez");
+    return 0;
+}
