@@ -12,6 +12,7 @@
 #include "net/gateway.hpp"
 #include "net/routes.hpp"
 #include "shards/edge_store.hpp"
+#include "shards/point_batcher.hpp"
 #include "shards/pool.hpp"
 #include "shards/shard_set.hpp"
 
@@ -150,17 +151,20 @@ asio::awaitable<response> async_get_count(gateway& gw, route_context& ctx) {
     auto parsed = parse_node_query(gw, ctx, count_params);
     if (auto* res = std::get_if<response>(&parsed)) co_return std::move(*res);
     auto& q = std::get<node_query>(parsed);
-    const auto query = [&](shards::mariadb_conn& c) {
-        return shards::async_count_edges(c, q.graph, q.node_id, q.direction, q.state);
-    };
-    const auto render = [&](std::int64_t count) {
-        std::string body = fmt::format(R"({{"graph":"{}","node_id":)", q.graph);
-        append_int64(body, q.node_id, q.ids);
-        fmt::format_to(std::back_inserter(body), R"(,"direction":"{}","state":"{}","count":{}}})",
-                       direction_name(q.direction), core::edge_state_name(q.state), count);
-        return json_response(http::status::ok, std::move(body), req);
-    };
-    co_return co_await detail::async_read_shard(gw, req, gw.map.shard_of_id(q.node_id), q.wait, query, render);
+    const core::shard_index shard = gw.map.shard_of_id(q.node_id);
+    if (q.wait.after) {
+        std::vector<core::shard_index> needed(1, shard);  // not a braced list inside a coroutine: g++ 12
+        if (auto p = co_await detail::async_wait_after(gw, req, q.wait, std::move(needed))) co_return std::move(*p);
+    }
+    // Concurrent counts on one shard share one query (shards/point_batcher.hpp); a hot node's
+    // count, read by many clients at once, is looked up once per query.
+    auto r = co_await gw.shards.at(shard).edge_counts().async_get(q.graph, shards::node_count_key{q.node_id, q.direction, q.state});
+    if (!r) co_return detail::shard_problem(req, r.error());
+    std::string body = fmt::format(R"({{"graph":"{}","node_id":)", q.graph);
+    append_int64(body, q.node_id, q.ids);
+    fmt::format_to(std::back_inserter(body), R"(,"direction":"{}","state":"{}","count":{}}})",
+                   direction_name(q.direction), core::edge_state_name(q.state), r.value());
+    co_return json_response(http::status::ok, std::move(body), req);
 }
 
 // The per-shard queries of one multi-get share this: they run on the session's strand (fan-out),

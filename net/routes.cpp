@@ -12,9 +12,9 @@
 #include "net/problem.hpp"
 #include "net/replay_routes.hpp"
 #include "net/router.hpp"
-#include "shards/edge_get_batcher.hpp"
 #include "shards/edge_store.hpp"
 #include "shards/journal_await.hpp"
+#include "shards/point_batcher.hpp"
 #include "shards/pool.hpp"
 #include "shards/shard_set.hpp"
 
@@ -94,8 +94,8 @@ asio::awaitable<response> async_get_edge(gateway& gw, route_context& ctx) {
         std::vector<core::shard_index> needed(1, shard);  // not a braced list inside a coroutine: g++ 12
         if (auto p = co_await detail::async_wait_after(gw, req, wp, std::move(needed))) co_return std::move(*p);
     }
-    // Concurrent reads of single edges on one shard share one query (shards/edge_get_batcher.hpp).
-    auto r = co_await gw.shards.at(shard).edge_gets().async_get(std::string(graph), *source, *destination);
+    // Concurrent reads of single edges on one shard share one query (shards/point_batcher.hpp).
+    auto r = co_await gw.shards.at(shard).edge_gets().async_get(std::string(graph), std::pair<std::int64_t, std::int64_t>(*source, *destination));
     if (!r) {
         auto res = problem(http::status::service_unavailable, "shard-unavailable", "Shard unavailable",
                            fmt::format("the shard holding this edge did not answer: {}", r.error().message()),

@@ -677,17 +677,35 @@ asio::awaitable<core::result<std::vector<std::int64_t>>> async_scan_other_ids(
     co_return out;
 }
 
-asio::awaitable<core::result<std::int64_t>> async_count_edges(mariadb_conn& conn, std::string graph,
-                                                              std::int64_t node_id, edge_direction direction,
-                                                              core::edge_state state) {
-    std::string sql = "SELECT count FROM edge_counts WHERE graph = ";
+asio::awaitable<core::result<std::vector<std::int64_t>>> async_count_many(mariadb_conn& conn, std::string graph,
+                                                                          std::span<const node_count_key> keys) {
+    std::vector<std::int64_t> out(keys.size(), 0);
+    if (keys.empty()) co_return out;
+    std::string sql = "SELECT node_id, direction, state, count FROM edge_counts FORCE INDEX (PRIMARY) WHERE graph = ";
     append_graph(sql, graph);
-    fmt::format_to(std::back_inserter(sql), " AND node_id = {} AND direction = {} AND state = {}", node_id,
-                   static_cast<int>(direction), static_cast<int>(state));
+    sql += " AND (node_id, direction, state) IN (";
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        sql += i ? ",(" : "(";
+        append_int(sql, keys[i].node_id);
+        sql += ',';
+        append_int(sql, static_cast<int>(keys[i].direction));
+        sql += ',';
+        append_int(sql, static_cast<int>(keys[i].state));
+        sql += ')';
+    }
+    sql += ')';
     auto r = co_await conn.async_query(sql);
     if (!r) co_return r.error();
-    if (r.value().size() == 0) co_return std::int64_t{0};
-    co_return r.value().int64_at(0, 0);
+    const auto& rows = r.value();
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const node_count_key k{rows.int64_at(i, 0), static_cast<edge_direction>(rows.int64_at(i, 1)),
+                               static_cast<core::edge_state>(rows.int64_at(i, 2))};
+        // Keys in any order, a key given twice too (at most a few hundred: a scan is cheap).
+        for (std::size_t j = 0; j < keys.size(); ++j) {
+            if (keys[j] == k) out[j] = rows.int64_at(i, 3);
+        }
+    }
+    co_return out;
 }
 
 namespace {

@@ -107,11 +107,19 @@ page_statement page_edges_statement(const edge_page_request& req);
 // Reads one page with page_edges_statement. Errors: those of mariadb_conn::async_query.
 boost::asio::awaitable<core::result<edge_page>> async_page_edges(mariadb_conn& conn, edge_page_request req);
 
-// The stored count of (graph, node_id, direction, state): one primary-key lookup of
-// edge_counts (0 when there is no row). Errors: those of mariadb_conn::async_query.
-boost::asio::awaitable<core::result<std::int64_t>> async_count_edges(mariadb_conn& conn, std::string graph,
-                                                                     std::int64_t node_id, edge_direction direction,
-                                                                     core::edge_state state);
+// One count of a node's edges within a graph (the rest of an edge_counts key).
+struct node_count_key {
+    std::int64_t node_id = 0;
+    edge_direction direction = edge_direction::forward;
+    core::edge_state state = core::edge_state::normal;
+    friend auto operator<=>(const node_count_key&, const node_count_key&) = default;
+};
+
+// The stored counts of many keys of one graph in one statement (one primary-key lookup each):
+// result[i] belongs to keys[i] (0 without a row). The caller sends each key to its node's shard.
+// keys must stay valid until the awaitable completes. Errors: those of mariadb_conn::async_query.
+boost::asio::awaitable<core::result<std::vector<std::int64_t>>> async_count_many(mariadb_conn& conn, std::string graph,
+                                                                                 std::span<const node_count_key> keys);
 
 // The forward rows of many (source_id, destination_id) pairs of one graph in one statement:
 // result[i] belongs to keys[i] (nullopt: no row on this shard). The caller sends each key to

@@ -3,7 +3,7 @@
 #include "journal/journal.hpp"
 #include "shards/apply_target.hpp"
 #include "shards/apply_worker.hpp"
-#include "shards/edge_get_batcher.hpp"
+#include "shards/point_batcher.hpp"
 #include "shards/pool.hpp"
 
 #include <fmt/format.h>
@@ -19,8 +19,12 @@ shard::shard(boost::asio::any_io_executor ex, journal::journal& j, const core::s
     const core::labels shard_label{{"shard", std::to_string(index_)}};
     // get_batch_runners read connections at most carry combined point reads; pages and counts keep the rest.
     get_batcher_ = std::make_unique<edge_get_batcher>(
-        ex, *read_pool_, opts.lim.get_batch_runners, opts.lim.get_batch_keys_max,
+        ex, *read_pool_, &async_multi_get, opts.lim.get_batch_runners, opts.lim.get_batch_keys_max,
         &metrics.add_histogram("cairn_edge_get_batch_keys", "Point reads of single edges combined in one query",
+                               core::histogram::size_bounds(), shard_label));
+    count_batcher_ = std::make_unique<edge_count_batcher>(
+        ex, *read_pool_, &async_count_many, opts.lim.get_batch_runners, opts.lim.get_batch_keys_max,
+        &metrics.add_histogram("cairn_edge_count_batch_keys", "Distinct counts of nodes' edges read in one query",
                                core::histogram::size_bounds(), shard_label));
     apply_worker_options wo;
     wo.shard = index_;
@@ -42,6 +46,7 @@ shard::shard(boost::asio::any_io_executor ex, journal::journal& j, const core::s
 shard::~shard() {
     worker_.reset();
     get_batcher_.reset();
+    count_batcher_.reset();
     target_.reset();
 }
 

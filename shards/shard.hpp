@@ -9,6 +9,7 @@
 
 #include "core/cells.hpp"
 #include "core/counters.hpp"
+#include "core/edge_rules.hpp"
 #include "core/entities.hpp"
 #include "core/limits.hpp"
 #include "core/metrics.hpp"
@@ -23,6 +24,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -34,7 +36,9 @@ namespace cairn::shards {
 
 class apply_target;
 class apply_worker;
-class edge_get_batcher;
+template <class Key, class Value>
+class point_batcher;
+struct node_count_key;
 
 struct shard_options {
     core::shard_index index = 0;
@@ -69,8 +73,11 @@ public:
         if (!l) co_return l.error();
         co_return co_await query(*l.value());
     }
-    // Point reads of single edges, combined under load (shards/edge_get_batcher.hpp).
-    edge_get_batcher& edge_gets() noexcept { return *get_batcher_; }
+    // Point reads of single edges and counts, each kind combined under load (shards/point_batcher.hpp).
+    point_batcher<std::pair<std::int64_t, std::int64_t>, std::optional<core::edge_row>>& edge_gets() noexcept {
+        return *get_batcher_;
+    }
+    point_batcher<node_count_key, std::int64_t>& edge_counts() noexcept { return *count_batcher_; }
 
     // Read-your-writes: true once every op through seq is applied on this shard (or queued as
     // an error); false after timeout or a stop. See apply_worker::async_wait_applied.
@@ -98,7 +105,8 @@ private:
     std::unique_ptr<pool> read_pool_;
     std::unique_ptr<pool> apply_pool_;
     std::unique_ptr<apply_target> target_;
-    std::unique_ptr<edge_get_batcher> get_batcher_;
+    std::unique_ptr<point_batcher<std::pair<std::int64_t, std::int64_t>, std::optional<core::edge_row>>> get_batcher_;
+    std::unique_ptr<point_batcher<node_count_key, std::int64_t>> count_batcher_;
     std::unique_ptr<apply_worker> worker_;
 };
 

@@ -1,4 +1,4 @@
-#include "shards/edge_get_batcher.hpp"
+#include "shards/point_batcher.hpp"
 
 #include "core/log_task_end.hpp"
 #include "shards/edge_store.hpp"
@@ -17,41 +17,33 @@ namespace cairn::shards {
 
 namespace asio = boost::asio;
 
-struct edge_get_batcher::slot {
+template <class Key, class Value>
+struct point_batcher<Key, Value>::slot {
     std::string graph;
-    std::pair<std::int64_t, std::int64_t> key;
+    Key key;
     std::shared_ptr<asio::steady_timer> timer;  // on the reader's executor; cancelled when done
-    core::result<std::optional<core::edge_row>> result = core::errc::shard_timeout;
+    core::result<Value> result = core::errc::shard_timeout;
     bool done = false;  // guarded by the batcher's mu_
 };
 
-namespace {
-
-asio::awaitable<core::result<std::vector<std::optional<core::edge_row>>>> async_fetch(
-    pool& p, std::string graph, std::span<const std::pair<std::int64_t, std::int64_t>> keys) {
-    auto lease = co_await p.async_acquire();
-    if (!lease) co_return lease.error();
-    co_return co_await async_multi_get(*lease.value(), std::move(graph), keys);
-}
-
-}  // namespace
-
-edge_get_batcher::edge_get_batcher(asio::any_io_executor ex, pool& p, std::size_t runners_max,
-                                   std::size_t batch_keys_max, core::histogram* batch_keys)
+template <class Key, class Value>
+point_batcher<Key, Value>::point_batcher(asio::any_io_executor ex, pool& p, fetch_fn fetch, std::size_t runners_max,
+                                         std::size_t batch_keys_max, core::histogram* batch_keys)
     : ex_(std::move(ex)),
       pool_(p),
+      fetch_(fetch),
       runners_max_(std::max<std::size_t>(1, runners_max)),
       batch_keys_max_(std::max<std::size_t>(1, batch_keys_max)),
       batch_keys_(batch_keys) {}
 
-edge_get_batcher::~edge_get_batcher() = default;
+template <class Key, class Value>
+point_batcher<Key, Value>::~point_batcher() = default;
 
-asio::awaitable<core::result<std::optional<core::edge_row>>> edge_get_batcher::async_get(std::string graph,
-                                                                                         std::int64_t source_id,
-                                                                                         std::int64_t destination_id) {
+template <class Key, class Value>
+asio::awaitable<core::result<Value>> point_batcher<Key, Value>::async_get(std::string graph, Key key) {
     auto s = std::make_shared<slot>();
     s->graph = std::move(graph);
-    s->key = {source_id, destination_id};
+    s->key = std::move(key);
     // The wait is bounded by the runner's own timeouts (acquire + query); the timer's expiry
     // only guards against a lost wake-up.
     s->timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor, std::chrono::minutes(5));
@@ -76,7 +68,7 @@ asio::awaitable<core::result<std::optional<core::edge_row>>> edge_get_batcher::a
             more = !queue_.empty();
             if (!more) --runners_;
         }
-        if (more) asio::co_spawn(ex_, async_run(), core::log_task_end{"edge get batcher"});
+        if (more) asio::co_spawn(ex_, async_run(), core::log_task_end{"point read batcher"});
     }
     for (;;) {
         {
@@ -94,7 +86,8 @@ asio::awaitable<core::result<std::optional<core::edge_row>>> edge_get_batcher::a
     }
 }
 
-std::vector<std::shared_ptr<edge_get_batcher::slot>> edge_get_batcher::take_batch() {
+template <class Key, class Value>
+std::vector<std::shared_ptr<typename point_batcher<Key, Value>::slot>> point_batcher<Key, Value>::take_batch() {
     std::vector<std::shared_ptr<slot>> batch;
     std::lock_guard lock(mu_);
     if (queue_.empty()) return batch;
@@ -111,17 +104,30 @@ std::vector<std::shared_ptr<edge_get_batcher::slot>> edge_get_batcher::take_batc
     return batch;
 }
 
-asio::awaitable<void> edge_get_batcher::async_serve(std::vector<std::shared_ptr<slot>> batch, const slot* self) {
-    std::vector<std::pair<std::int64_t, std::int64_t>> keys;
+template <class Key, class Value>
+asio::awaitable<void> point_batcher<Key, Value>::async_serve(std::vector<std::shared_ptr<slot>> batch, const slot* self) {
+    // Each distinct key once, ascending.
+    std::vector<Key> keys;
     keys.reserve(batch.size());
     for (const auto& s : batch) keys.push_back(s->key);
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
     if (batch_keys_) batch_keys_->observe(static_cast<double>(keys.size()));
-    auto r = co_await async_fetch(pool_, batch.front()->graph, keys);
+    core::result<std::vector<Value>> r = core::errc::shard_unavailable;
+    {
+        auto lease = co_await pool_.async_acquire();
+        if (!lease) {
+            r = lease.error();
+        } else {
+            r = co_await fetch_(*lease.value(), batch.front()->graph, std::span<const Key>(keys));
+        }
+    }
     {
         std::lock_guard lock(mu_);
         for (std::size_t i = 0; i < batch.size(); ++i) {
             if (r) {
-                batch[i]->result = r.value().at(i);
+                const auto at = std::lower_bound(keys.begin(), keys.end(), batch[i]->key) - keys.begin();
+                batch[i]->result = r.value().at(static_cast<std::size_t>(at));
             } else {
                 batch[i]->result = r.error();
             }
@@ -135,7 +141,8 @@ asio::awaitable<void> edge_get_batcher::async_serve(std::vector<std::shared_ptr<
     }
 }
 
-asio::awaitable<void> edge_get_batcher::async_run() {
+template <class Key, class Value>
+asio::awaitable<void> point_batcher<Key, Value>::async_run() {
     for (;;) {
         auto batch = take_batch();
         if (batch.empty()) {
@@ -149,5 +156,8 @@ asio::awaitable<void> edge_get_batcher::async_run() {
         co_await async_serve(std::move(batch), nullptr);
     }
 }
+
+template class point_batcher<std::pair<std::int64_t, std::int64_t>, std::optional<core::edge_row>>;
+template class point_batcher<node_count_key, std::int64_t>;
 
 }  // namespace cairn::shards
