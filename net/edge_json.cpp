@@ -220,6 +220,66 @@ std::variant<std::vector<core::op>, input_error> parse_edge_writes(std::string_v
     return ops;
 }
 
+namespace {
+
+// One single-node query, {"node_id": .., "direction": "forward"|"backward", "state": ..}, at prefix
+// (e.g. "queries[2]") of a body; what names it in errors ("set query", "count query").
+std::variant<set_query, input_error> parse_node_query(simdjson::dom::element el, const std::string& prefix,
+                                                      std::string_view what) {
+    if (!el.is_object()) return input_error{prefix, "must be an object with node_id, direction and state"};
+    set_query q;
+    bool have_node = false;
+    const simdjson::dom::object fields = el.get_object().value_unsafe();
+    for (auto [key, value] : fields) {
+        if (key == "node_id") {
+            auto id = id_of(value);
+            if (!id) return input_error{field_name(prefix, key), "must be an integer between 0 and 9223372036854775807"};
+            q.node_id = *id;
+            have_node = true;
+        } else if (key == "direction") {
+            const std::string_view d = value.is_string() ? value.get_string().value_unsafe() : "";
+            if (d != "forward" && d != "backward") return input_error{field_name(prefix, key), "must be \"forward\" or \"backward\""};
+            q.forward = d == "forward";
+        } else if (key == "state") {
+            std::optional<core::edge_state> st;
+            if (value.is_string()) st = core::edge_state_from_name(value.get_string().value_unsafe());
+            if (!st) return input_error{field_name(prefix, key), "must be one of \"normal\", \"removed\", \"archived\", \"negative\""};
+            q.state = *st;
+        } else {
+            return input_error{field_name(prefix, key), fmt::format("is not a known field of a {}", what)};
+        }
+    }
+    if (!have_node) return input_error{field_name(prefix, "node_id"), "is required"};
+    return q;
+}
+
+}  // namespace
+
+std::variant<std::vector<set_query>, input_error> parse_count_queries(std::string_view body, std::size_t batch_ops_max) {
+    simdjson::dom::element root;
+    if (auto err = parse_json(body, root)) return std::move(*err);
+    simdjson::dom::element queries;
+    if (!root.is_object() || root.get_object().value_unsafe().at_key("queries").get(queries) != simdjson::SUCCESS ||
+        root.get_object().value_unsafe().size() != 1) {
+        return input_error{"body", "must be an object with the single field \"queries\""};
+    }
+    if (!queries.is_array()) return input_error{"queries", "must be an array of {\"node_id\", \"direction\", \"state\"} objects"};
+    const auto arr = queries.get_array().value_unsafe();
+    if (arr.size() == 0) return input_error{"queries", "must not be empty"};
+    if (arr.size() > batch_ops_max) {
+        return input_error{"queries", fmt::format("holds {} queries; at most {} per request", arr.size(), batch_ops_max)};
+    }
+    std::vector<set_query> out;
+    out.reserve(arr.size());
+    std::size_t i = 0;
+    for (auto el : arr) {
+        auto q = parse_node_query(el, fmt::format("queries[{}]", i++), "count query");
+        if (auto* e = std::get_if<input_error>(&q)) return std::move(*e);
+        out.push_back(std::get<set_query>(q));
+    }
+    return out;
+}
+
 std::variant<set_request, input_error> parse_set_request(std::string_view body) {
     simdjson::dom::element root;
     if (auto err = parse_json(body, root)) return std::move(*err);
@@ -249,34 +309,9 @@ std::variant<set_request, input_error> parse_set_request(std::string_view body) 
             have_queries = true;
             std::size_t i = 0;
             for (auto el : arr) {
-                const std::string prefix = fmt::format("queries[{}]", i++);
-                if (!el.is_object()) return input_error{prefix, "must be an object with node_id, direction and state"};
-                set_query q;
-                bool have_node = false;
-                const simdjson::dom::object qfields = el.get_object().value_unsafe();
-                for (auto [qk, qv] : qfields) {
-                    if (qk == "node_id") {
-                        auto id = id_of(qv);
-                        if (!id) return input_error{field_name(prefix, qk), "must be an integer between 0 and 9223372036854775807"};
-                        q.node_id = *id;
-                        have_node = true;
-                    } else if (qk == "direction") {
-                        const std::string_view d = qv.is_string() ? qv.get_string().value_unsafe() : "";
-                        if (d != "forward" && d != "backward") {
-                            return input_error{field_name(prefix, qk), "must be \"forward\" or \"backward\""};
-                        }
-                        q.forward = d == "forward";
-                    } else if (qk == "state") {
-                        std::optional<core::edge_state> st;
-                        if (qv.is_string()) st = core::edge_state_from_name(qv.get_string().value_unsafe());
-                        if (!st) return input_error{field_name(prefix, qk), "must be one of \"normal\", \"removed\", \"archived\", \"negative\""};
-                        q.state = *st;
-                    } else {
-                        return input_error{field_name(prefix, qk), "is not a known field of a set query"};
-                    }
-                }
-                if (!have_node) return input_error{field_name(prefix, "node_id"), "is required"};
-                out.queries.push_back(q);
+                auto q = parse_node_query(el, fmt::format("queries[{}]", i++), "set query");
+                if (auto* e = std::get_if<input_error>(&q)) return std::move(*e);
+                out.queries.push_back(std::get<set_query>(q));
             }
         } else {
             return input_error{std::string(key), "is not a known field of a set request"};

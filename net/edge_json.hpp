@@ -48,7 +48,7 @@ std::variant<core::op, input_error> parse_node_write(std::string_view graph, std
 std::variant<std::vector<std::pair<std::int64_t, std::int64_t>>, input_error> parse_edge_keys(std::string_view body,
                                                                                             std::size_t batch_ops_max);
 
-// One single-node query of a set operation.
+// One single-node query: a leaf of a set operation, or one count of POST .../counts.
 struct set_query {
     std::int64_t node_id = 0;
     bool forward = true;
@@ -66,6 +66,11 @@ inline constexpr std::size_t set_queries_max = 8;
 // {"op": .., "queries": [{"node_id": .., "direction": "forward"|"backward", "state": ..}, ...],
 //  "limit": .., "cursor": ..}; 1 to set_queries_max queries (at least 2 for difference).
 std::variant<set_request, input_error> parse_set_request(std::string_view body);
+
+// Parses the body of POST /v1/graphs/{graph}/counts: {"queries": [{"node_id": .., "direction":
+// "forward"|"backward" (default forward), "state": .. (default normal)}, ...]} with 1 to
+// batch_ops_max queries, returned in request order.
+std::variant<std::vector<set_query>, input_error> parse_count_queries(std::string_view body, std::size_t batch_ops_max);
 
 // Parses a non-negative 64-bit id from a path segment.
 std::optional<std::int64_t> parse_id(std::string_view text) noexcept;

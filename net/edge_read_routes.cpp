@@ -25,6 +25,8 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
+#include <span>
 #include <memory>
 
 namespace cairn::net {
@@ -38,6 +40,7 @@ constexpr std::size_t page_limit_default = 100;
 constexpr std::string_view page_params[] = {"direction", "state", "limit", "cursor", "after", "timeout_ms", "ids"};
 constexpr std::string_view count_params[] = {"direction", "state", "after", "timeout_ms", "ids"};
 constexpr std::string_view multi_get_params[] = {"after", "timeout_ms", "ids"};
+constexpr std::string_view counts_params[] = {"after", "timeout_ms"};
 
 // What the page and count routes share: the node, its direction and state, the wait.
 struct node_query {
@@ -167,17 +170,56 @@ asio::awaitable<response> async_get_count(gateway& gw, route_context& ctx) {
     co_return json_response(http::status::ok, std::move(body), req);
 }
 
-// The per-shard queries of one multi-get share this: they run on the session's strand (fan-out),
-// so plain members need no lock.
-struct multi_get_state {
-    struct shard_keys {
-        std::vector<std::size_t> indexes;  // into the request's keys
-        std::vector<std::pair<std::int64_t, std::int64_t>> keys;
+// Reads the values of many keys of one graph, key i on shard shard_of[i]: one statement per shard
+// (fetch, e.g. shards::async_multi_get), every shard at once, after the request's ?after= wait on
+// those shards. Fills values (by request index); the answer is a problem, or nullopt when all read.
+template <class Key, class Value>
+using fetch_many_fn = asio::awaitable<core::result<std::vector<Value>>> (*)(shards::mariadb_conn&, std::string,
+                                                                           std::span<const Key>);
+
+template <class Key, class Value>
+asio::awaitable<std::optional<response>> async_read_grouped(gateway& gw, const request& req,
+                                                            const detail::wait_params& wait, std::string graph,
+                                                            const std::vector<Key>& keys,
+                                                            const std::vector<core::shard_index>& shard_of,
+                                                            fetch_many_fn<Key, Value> fetch, std::vector<Value>& values) {
+    // The per-shard queries share this: they run on the session's strand (fan-out), so plain
+    // members need no lock.
+    struct grouped_state {
+        struct shard_keys {
+            std::vector<std::size_t> indexes;  // into the request's keys
+            std::vector<Key> keys;
+        };
+        std::string graph;
+        fetch_many_fn<Key, Value> fetch;
+        std::map<core::shard_index, shard_keys> groups;
+        std::vector<Value> values;  // by request index
     };
-    std::string graph;
-    std::map<core::shard_index, shard_keys> groups;
-    std::vector<std::optional<core::edge_row>> rows;  // by request index
-};
+    auto st = std::make_shared<grouped_state>();
+    st->graph = std::move(graph);
+    st->fetch = fetch;
+    st->values.resize(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        auto& g = st->groups[shard_of[i]];
+        g.indexes.push_back(i);
+        g.keys.push_back(keys[i]);
+    }
+    std::vector<core::shard_index> needed;
+    for (const auto& [s, g] : st->groups) needed.push_back(s);
+    if (auto p = co_await detail::async_wait_after(gw, req, wait, needed)) co_return std::move(*p);
+    auto query = [st](core::shard_index s, shards::mariadb_conn& conn) -> asio::awaitable<core::result<void>> {
+        const auto& g = st->groups.at(s);
+        auto r = co_await st->fetch(conn, st->graph, std::span<const Key>(g.keys));
+        if (!r) co_return r.error();
+        for (std::size_t i = 0; i < g.indexes.size(); ++i) st->values[g.indexes[i]] = std::move(r.value()[i]);
+        co_return core::success();
+    };
+    if (auto ec = co_await gw.shards.async_read_each(needed, query, detail::fan_out_deadline(gw.lim))) {
+        co_return detail::shard_problem(req, ec);
+    }
+    values = std::move(st->values);
+    co_return std::nullopt;
+}
 
 asio::awaitable<response> async_post_multi_get(gateway& gw, route_context& ctx) {
     const auto& req = ctx.req;
@@ -197,37 +239,61 @@ asio::awaitable<response> async_post_multi_get(gateway& gw, route_context& ctx) 
     if (auto* e = std::get_if<input_error>(&parsed)) co_return bad_field(req, e->field, e->detail);
     const auto& keys = std::get<std::vector<std::pair<std::int64_t, std::int64_t>>>(parsed);
 
-    // One statement per shard: the forward row of an edge lives on its source's shard.
-    auto st = std::make_shared<multi_get_state>();
-    st->graph = graph;
-    st->rows.resize(keys.size());
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-        auto& g = st->groups[gw.map.shard_of_id(keys[i].first)];
-        g.indexes.push_back(i);
-        g.keys.push_back(keys[i]);
-    }
-    std::vector<core::shard_index> needed;
-    for (const auto& [s, g] : st->groups) needed.push_back(s);
-    if (auto p = co_await detail::async_wait_after(gw, req, wait, needed)) co_return std::move(*p);
-    auto query = [st](core::shard_index s, shards::mariadb_conn& conn) -> asio::awaitable<core::result<void>> {
-        const auto& g = st->groups.at(s);
-        auto r = co_await shards::async_multi_get(conn, st->graph, g.keys);
-        if (!r) co_return r.error();
-        for (std::size_t i = 0; i < g.indexes.size(); ++i) st->rows[g.indexes[i]] = r.value()[i];
-        co_return core::success();
-    };
-    if (auto ec = co_await gw.shards.async_read_each(needed, query, detail::fan_out_deadline(gw.lim))) {
-        co_return detail::shard_problem(req, ec);
-    }
+    // The forward row of an edge lives on its source's shard.
+    std::vector<core::shard_index> shard_of;
+    shard_of.reserve(keys.size());
+    for (const auto& k : keys) shard_of.push_back(gw.map.shard_of_id(k.first));
+    std::vector<std::optional<core::edge_row>> rows;
+    const fetch_many_fn<std::pair<std::int64_t, std::int64_t>, std::optional<core::edge_row>> fetch = &shards::async_multi_get;
+    if (auto p = co_await async_read_grouped(gw, req, wait, graph, keys, shard_of, fetch, rows)) co_return std::move(*p);
 
     std::string body = R"({"edges":[)";
     for (std::size_t i = 0; i < keys.size(); ++i) {
         if (i > 0) body += ',';
-        if (st->rows[i]) {
-            body += render_edge(graph, keys[i].first, keys[i].second, *st->rows[i], std::get<id_format>(ids));
+        if (rows[i]) {
+            body += render_edge(graph, keys[i].first, keys[i].second, *rows[i], std::get<id_format>(ids));
         } else {
             body += "null";
         }
+    }
+    body += "]}";
+    co_return json_response(http::status::ok, std::move(body), req);
+}
+
+// POST /v1/graphs/{graph}/counts: many counts in one request, answered in request order.
+asio::awaitable<response> async_post_counts(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    const std::string graph(ctx.params.get("graph").value_or(""));
+    if (!core::valid_graph_name(graph)) {
+        co_return bad_field(req, "graph", "must be 1 to 32 characters of A-Z, a-z, 0-9 and _");
+    }
+    if (auto e = detail::unknown_query_param(ctx.query, counts_params)) {
+        co_return bad_field(req, e->field, e->detail);
+    }
+    auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
+    if (auto* e = std::get_if<input_error>(&w)) co_return bad_field(req, e->field, e->detail);
+    const auto wait = std::get<detail::wait_params>(w);
+    auto parsed = parse_count_queries(req.body(), gw.lim.batch_ops_max);
+    if (auto* e = std::get_if<input_error>(&parsed)) co_return bad_field(req, e->field, e->detail);
+    const auto& queries = std::get<std::vector<set_query>>(parsed);
+
+    // A node's counts live on its shard.
+    std::vector<shards::node_count_key> keys;
+    std::vector<core::shard_index> shard_of;
+    keys.reserve(queries.size());
+    shard_of.reserve(queries.size());
+    for (const auto& q : queries) {
+        keys.push_back({q.node_id, q.forward ? shards::edge_direction::forward : shards::edge_direction::backward, q.state});
+        shard_of.push_back(gw.map.shard_of_id(q.node_id));
+    }
+    std::vector<std::int64_t> counts;
+    const fetch_many_fn<shards::node_count_key, std::int64_t> fetch = &shards::async_count_many;
+    if (auto p = co_await async_read_grouped(gw, req, wait, graph, keys, shard_of, fetch, counts)) co_return std::move(*p);
+
+    std::string body = fmt::format(R"({{"graph":"{}","counts":[)", graph);
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+        if (i > 0) body += ',';
+        body += std::to_string(counts[i]);
     }
     body += "]}";
     co_return json_response(http::status::ok, std::move(body), req);
@@ -242,6 +308,8 @@ void add_edge_read_routes(router& r, gateway& gw) {
           [&gw](route_context& ctx) { return async_get_count(gw, ctx); });
     r.add(http::verb::post, "/v1/graphs/{graph}/edges/get", core::role::read,
           [&gw](route_context& ctx) { return async_post_multi_get(gw, ctx); });
+    r.add(http::verb::post, "/v1/graphs/{graph}/counts", core::role::read,
+          [&gw](route_context& ctx) { return async_post_counts(gw, ctx); });
 }
 
 }  // namespace cairn::net

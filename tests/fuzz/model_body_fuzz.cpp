@@ -1,5 +1,5 @@
 // Fuzz target: each model's JSON write body as its route parses it (issue 13) — edge writes, a node
-// action, edge multi-get keys, a set operation, cell writes (with a cell index), counter increments
+// action, edge multi-get keys, multi-count queries, a set operation, cell writes (with a cell index), counter increments
 // and an entity put (with two entity indexes). The first byte picks the parser; the rest is the
 // body. Never a crash, never an exception; every op a parser accepts survives the journal's codec
 // unchanged (encode, decode, equal), and every refusal says why.
@@ -107,7 +107,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             check(net::parse_node_write("follows", "42", actions[(data[0] / 7) % 3], body, clock, now_ms, edge_opts));
             break;
         }
-        case 2: check(net::parse_edge_keys(body, 64)); break;
+        case 2:
+            // Multi-get keys, or (first byte 9, 23, ...) the queries of a multi-count.
+            if ((data[0] / 7) % 2 == 0) {
+                check(net::parse_edge_keys(body, 64));
+            } else {
+                const auto q = net::parse_count_queries(body, 64);
+                check(q);
+                if (const auto* v = std::get_if<std::vector<net::set_query>>(&q)) {
+                    if (v->empty() || v->size() > 64) std::abort();
+                    for (const auto& one : *v) {
+                        if (one.node_id < 0) std::abort();
+                    }
+                }
+            }
+            break;
         case 3: check(net::parse_set_request(body)); break;
         case 4: check(net::parse_cell_writes(cfg.cells, "users", body, clock, 64, cell_indexes())); break;
         case 5: {

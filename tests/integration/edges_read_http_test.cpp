@@ -1,5 +1,5 @@
 // The edges read side end to end through a real cairnd: pages with cursors both ways, counts,
-// multi-get in request order, read-your-writes (?after=, ?wait=applied) including the bounded
+// multi-get and many counts in request order, read-your-writes (?after=, ?wait=applied) including the bounded
 // 504 when a shard cannot apply, and 400 problems naming each bad parameter.
 #include "core/shard_map.hpp"
 #include "tests/support/cairnd_fixture.hpp"
@@ -201,6 +201,43 @@ TEST_F(edges_read_http, multi_get_answers_in_request_order_with_null_for_missing
     EXPECT_NE(map.shard_of_id(19), map.shard_of_id(0)) << "pick sources on both shards";
 }
 
+TEST_F(edges_read_http, many_counts_in_one_request_answer_in_request_order_as_single_counts_do) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    start("cairn_e2e_counts");
+    // Node i (0..9) follows i + 1 .. 2i + 1 (i + 1 edges); node 3 also removed an edge to 99.
+    std::string body = R"({"edges": [)";
+    bool first = true;
+    for (int i = 0; i < 10; ++i) {
+        for (int d = i + 1; d <= 2 * i + 1; ++d) {
+            body += fmt::format(R"({}{{"source_id": {}, "destination_id": {}}})", first ? "" : ",", i, 100 + d);
+            first = false;
+        }
+    }
+    body += R"(, {"source_id": 3, "destination_id": 99, "state": "removed"}]})";
+    auto w = http_post(port(), "/v1/graphs/follows/edges", body);
+    ASSERT_TRUE(w);
+    ASSERT_EQ(w->status, 202) << w->body;
+    const auto seq = json::parse(w->body)["seq"].get<std::uint64_t>();
+    // Nodes on both shards, both directions, a removed state, a node never written, a repeat,
+    // an id as a string; after= waits for the write on every shard the queries touch.
+    const std::string queries = R"({"queries": [{"node_id": 9}, {"node_id": 0, "direction": "forward"},
+        {"node_id": 3, "state": "removed"}, {"node_id": 104, "direction": "backward"}, {"node_id": 5000},
+        {"node_id": "9"}, {"node_id": 3, "direction": "backward"}, {"node_id": 99, "direction": "backward", "state": "removed"}]})";
+    auto r = http_post(port(), fmt::format("/v1/graphs/follows/counts?after={}", seq), queries);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    auto j = json::parse(r->body);
+    EXPECT_EQ(j["graph"], "follows");
+    // 104 = 100 + 4 is a destination of the nodes i with i + 1 <= 4 <= 2i + 1: 2 and 3.
+    const std::vector<std::int64_t> want{10, 1, 1, 2, 0, 10, 0, 1};
+    EXPECT_EQ(j["counts"].get<std::vector<std::int64_t>>(), want) << r->body;
+    // The same as one count at a time.
+    EXPECT_EQ(get_json("/v1/graphs/follows/nodes/9/count")["count"], want[0]);
+    EXPECT_EQ(get_json("/v1/graphs/follows/nodes/104/count?direction=backward")["count"], want[3]);
+    const auto map = core::shard_map::equal_ranges(2);
+    EXPECT_NE(map.shard_of_id(9), map.shard_of_id(0)) << "pick nodes on both shards";
+}
+
 TEST_F(edges_read_http, after_waits_for_the_shard_and_times_out_with_504_when_it_cannot_apply) {
     CAIRN_REQUIRE_SHARDS(2u);
     // A third shard that nobody answers on: its apply worker never advances.
@@ -315,6 +352,10 @@ TEST_F(edges_read_http, bad_parameters_get_a_400_problem_naming_the_field) {
     std::string too_many = R"({"edges": [)";
     for (int i = 0; i < 1001; ++i) too_many += fmt::format(R"({}{{"source_id": 1, "destination_id": {}}})", i ? "," : "", i);
     too_many += "]}";
+    const std::string counts = "/v1/graphs/follows/counts";
+    std::string too_many_counts = R"({"queries": [)";
+    for (int i = 0; i < 1001; ++i) too_many_counts += fmt::format(R"({}{{"node_id": {}}})", i ? "," : "", i);
+    too_many_counts += "]}";
     const std::vector<bad_param_case> cases = {
         {"limit 0", "GET", page + "?limit=0", "", "limit"},
         {"limit above page_limit_max", "GET", page + "?limit=51", "", "limit"},
@@ -339,6 +380,15 @@ TEST_F(edges_read_http, bad_parameters_get_a_400_problem_naming_the_field) {
         {"multi-get: bad id", "POST", get, R"({"edges": [{"source_id": 1, "destination_id": -2}]})", "edges[0].destination_id"},
         {"multi-get: too many", "POST", get, too_many, "edges"},
         {"multi-get: bad after", "POST", get + "?after=-1", good_keys, "after"},
+        {"counts: not an object", "POST", counts, "[1]", "body"},
+        {"counts: empty", "POST", counts, R"({"queries": []})", "queries"},
+        {"counts: missing node", "POST", counts, R"({"queries": [{"direction": "forward"}]})", "queries[0].node_id"},
+        {"counts: bad direction", "POST", counts, R"({"queries": [{"node_id": 1}, {"node_id": 2, "direction": "up"}]})",
+         "queries[1].direction"},
+        {"counts: bad state", "POST", counts, R"({"queries": [{"node_id": 1, "state": "gone"}]})", "queries[0].state"},
+        {"counts: unknown field", "POST", counts, R"({"queries": [{"node_id": 1, "limit": 3}]})", "queries[0].limit"},
+        {"counts: too many", "POST", counts, too_many_counts, "queries"},
+        {"counts: ids is not a counts parameter", "POST", counts + "?ids=string", R"({"queries": [{"node_id": 1}]})", "ids"},
         {"ids neither number nor string", "GET", page + "?ids=text", "", "ids"},
         {"sets: only ids in the query", "POST", "/v1/graphs/follows/sets?limit=3", R"({"op": "union", "queries": [{"node_id": 1}]})", "limit"},
         {"write: bad wait", "POST", "/v1/graphs/follows/edges?wait=journaled", R"({"source_id": 1, "destination_id": 2})", "wait"},
