@@ -66,13 +66,7 @@ std::size_t check_one_response(std::string_view bytes, bool& switching) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-    cairn::fuzz::gateway_port();
-    return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    static std::uint64_t inputs = 0;
     const std::string_view bytes(reinterpret_cast<const char*>(data), size);
     const auto reply = cairn::fuzz::exchange(bytes);
     if (!reply) fail("the connection was not closed within 8 s of the client's end", {});
@@ -90,6 +84,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         rest.remove_prefix(used);
         first = false;
     }
-    if (++inputs % 128 == 0 && !cairn::fuzz::gateway_serves()) fail("the gateway no longer answers GET /livez", {});
+    cairn::fuzz::check_still_serving("http_request_fuzz");
     return 0;
 }

@@ -58,13 +58,7 @@ void check_answer(const cairn::test::ws_frame& f) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-    cairn::fuzz::gateway_port();
-    return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    static std::uint64_t inputs = 0;
     if (size == 0) return 0;
     const bool close_at_once = (data[0] & 1) != 0;
     const auto frames = split_frames(std::string_view(reinterpret_cast<const char*>(data + 1), size - 1));
@@ -88,6 +82,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
     }
     ws.close();
-    if (++inputs % 128 == 0 && !cairn::fuzz::gateway_serves()) fail("the gateway no longer answers GET /livez");
+    cairn::fuzz::check_still_serving("ws_dispatch_fuzz");
     return 0;
 }

@@ -39,4 +39,10 @@ std::optional<std::string> exchange(std::string_view bytes,
 // Whether the gateway still answers GET /livez with 200 on a new connection.
 bool gateway_serves();
 
+// Called after each input: every 128th call checks gateway_serves() and aborts, naming target,
+// when the gateway no longer answers.
+void check_still_serving(const char* target);
+
+// The gateway also defines LLVMFuzzerInitialize, which starts it before the first input.
+
 }  // namespace cairn::fuzz
