@@ -35,6 +35,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -135,6 +136,7 @@ struct running {
     std::unique_ptr<net::http_server> server;
     std::vector<std::thread> threads;
     std::uint16_t port = 0;
+    std::string dir;  // the temporary folder of the journal, removed at exit
 
     explicit running(core::config c)
         : cfg(std::move(c)), clock(cfg.node_id),
@@ -148,6 +150,8 @@ void stop_at_exit() {
     the_gateway->ioc.stop();
     for (auto& t : the_gateway->threads) t.join();
     the_gateway->threads.clear();
+    std::error_code ignored;
+    std::filesystem::remove_all(the_gateway->dir, ignored);
 }
 
 running* start() {
@@ -157,6 +161,7 @@ running* start() {
     auto parsed = core::parse_config(config_text(dir + "/journal"), "fuzz gateway");
     if (!parsed) harness_broken("bad config: " + parsed.error());
     auto* g = new running(std::move(parsed).value());
+    g->dir = dir;
     g->cfg.listen_port = 0;
     const char* level = std::getenv("CAIRN_FUZZ_LOG");
     spdlog::set_level(level ? spdlog::level::from_str(level) : spdlog::level::off);
