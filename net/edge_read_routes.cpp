@@ -24,6 +24,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <span>
@@ -102,12 +103,26 @@ std::string cursor_json(const std::optional<core::page_cursor>& c, std::string_v
     return fmt::format("\"{}\"", core::encode_page_cursor(*c, scope));
 }
 
-asio::awaitable<response> async_get_page(gateway& gw, route_context& ctx) {
+// A page of a node's edges (GET .../edges), or of those among given other ends (POST
+// .../edges/among, among = true: the ids come in the body and are part of the cursor's scope).
+asio::awaitable<response> async_page(gateway& gw, route_context& ctx, bool among) {
     const auto& req = ctx.req;
     auto parsed = parse_node_query(gw, ctx, page_params);
     if (auto* res = std::get_if<response>(&parsed)) co_return std::move(*res);
     auto& q = std::get<node_query>(parsed);
+    std::string scope = page_scope(q);
     shards::edge_page_request page_req;
+    if (among) {
+        auto ids = parse_other_ids(req.body(), std::min(gw.lim.batch_ops_max, shards::page_other_ids_max));
+        if (auto* e = std::get_if<input_error>(&ids)) co_return bad_field(req, e->field, e->detail);
+        page_req.other_ids = std::move(std::get<std::vector<std::int64_t>>(ids));
+        // The cursor continues this list only, in whatever order or with whatever repeats it came.
+        std::vector<std::int64_t> set = page_req.other_ids;
+        std::sort(set.begin(), set.end());
+        set.erase(std::unique(set.begin(), set.end()), set.end());
+        scope += "|among";
+        for (const auto id : set) fmt::format_to(std::back_inserter(scope), "|{}", id);
+    }
     page_req.graph = q.graph;
     page_req.node_id = q.node_id;
     page_req.direction = q.direction;
@@ -119,11 +134,13 @@ asio::awaitable<response> async_get_page(gateway& gw, route_context& ctx) {
         page_req.limit = static_cast<std::size_t>(*v);
     }
     if (auto c = ctx.query_param("cursor")) {
-        page_req.cursor = core::decode_page_cursor(*c, page_scope(q));
+        page_req.cursor = core::decode_page_cursor(*c, scope);
         if (!page_req.cursor) {
             co_return bad_field(req, "cursor",
-                                "must be a next_cursor or prev_cursor returned by this route for the same node, "
-                                "direction and state, unchanged");
+                                among ? "must be a next_cursor or prev_cursor returned by this route for the same node, "
+                                        "direction, state and other_ids, unchanged"
+                                      : "must be a next_cursor or prev_cursor returned by this route for the same node, "
+                                        "direction and state, unchanged");
         }
     }
     const auto query = [&](shards::mariadb_conn& c) { return shards::async_page_edges(c, std::move(page_req)); };
@@ -141,7 +158,6 @@ asio::awaitable<response> async_get_page(gateway& gw, route_context& ctx) {
             first = false;
             append_page_edge(body, forward, e.key.other_id, e.row, q.ids);
         }
-        const std::string scope = page_scope(q);
         fmt::format_to(std::back_inserter(body), R"(],"next_cursor":{},"prev_cursor":{}}})",
                        cursor_json(page.next, scope), cursor_json(page.previous, scope));
         return json_response(http::status::ok, std::move(body), req);
@@ -303,7 +319,9 @@ asio::awaitable<response> async_post_counts(gateway& gw, route_context& ctx) {
 
 void add_edge_read_routes(router& r, gateway& gw) {
     r.add(http::verb::get, "/v1/graphs/{graph}/nodes/{id}/edges", core::role::read,
-          [&gw](route_context& ctx) { return async_get_page(gw, ctx); });
+          [&gw](route_context& ctx) { return async_page(gw, ctx, false); });
+    r.add(http::verb::post, "/v1/graphs/{graph}/nodes/{id}/edges/among", core::role::read,
+          [&gw](route_context& ctx) { return async_page(gw, ctx, true); });
     r.add(http::verb::get, "/v1/graphs/{graph}/nodes/{id}/count", core::role::read,
           [&gw](route_context& ctx) { return async_get_count(gw, ctx); });
     r.add(http::verb::post, "/v1/graphs/{graph}/edges/get", core::role::read,

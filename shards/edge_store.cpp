@@ -600,13 +600,26 @@ page_statement page_edges_statement(const edge_page_request& req) {
     CAIRN_ASSERT(req.limit >= 1);
     CAIRN_ASSERT(core::valid_graph_name(req.graph));
     page_statement st;
+    CAIRN_ASSERT(req.other_ids.size() <= page_other_ids_max);
     st.sql = "SELECT ";
     st.sql += row_columns;
     // FORCE INDEX: on a small or skewed table the optimizer may prefer the primary key and a
     // filesort; a page must stay one range read of by_position whatever the statistics say.
-    st.sql += " FROM edges FORCE INDEX (by_position) WHERE graph = ? AND node_id = ? AND direction = ? AND state = ?";
+    // Among given other ends it is the other way round: one primary-key lookup per id.
+    st.sql += req.other_ids.empty() ? " FROM edges FORCE INDEX (by_position)" : " FROM edges FORCE INDEX (PRIMARY)";
+    st.sql += " WHERE graph = ? AND node_id = ? AND direction = ? AND state = ?";
     st.params = {std::string_view(req.graph), req.node_id, std::int64_t{static_cast<int>(req.direction)},
                  std::int64_t{static_cast<int>(req.state)}};
+    if (!req.other_ids.empty()) {
+        std::size_t n = 1;
+        while (n < req.other_ids.size()) n *= 2;
+        st.sql += " AND other_id IN (";
+        for (std::size_t i = 0; i < n; ++i) {
+            st.sql += i ? ",?" : "?";
+            st.params.emplace_back(req.other_ids[std::min(i, req.other_ids.size() - 1)]);
+        }
+        st.sql += ')';
+    }
     // The OR form, not a row comparison: MariaDB turns it into a range on all six key parts,
     // while (position, other_id) < (p, o) only uses the four equalities.
     const bool backwards = req.cursor && req.cursor->which == core::page_cursor::kind::previous;

@@ -83,7 +83,11 @@ struct edge_page_request {
     core::edge_state state = core::edge_state::normal;
     std::size_t limit = 100;
     std::optional<core::page_cursor> cursor;
+    // Empty: every edge of the node in state. Else only the edges whose other end is one of these
+    // ("which of these"; at most page_other_ids_max, repeats allowed): primary-key lookups of them.
+    std::vector<std::int64_t> other_ids;
 };
+inline constexpr std::size_t page_other_ids_max = 1024;
 
 struct edge_page {
     std::vector<stored_edge> edges;  // in page order (newest first)
@@ -95,9 +99,11 @@ struct edge_page {
 };
 
 // The one statement that reads a page: a range read of index by_position (forced), never
-// OFFSET, fetching limit + 1 rows to learn whether more follow. A prepared statement (its text
-// depends only on whether and which way a cursor points); params view req.graph, so req must
-// outlive them. Exposed for EXPLAIN tests.
+// OFFSET, fetching limit + 1 rows to learn whether more follow; with other_ids, point lookups of
+// the primary key (forced) for those ids, sorted by MariaDB (at most page_other_ids_max rows). A
+// prepared statement (its text depends only on whether and which way a cursor points, and on the
+// id list's length rounded up to a power of two, the last id repeated); params view req.graph,
+// so req must outlive them. Exposed for EXPLAIN tests.
 struct page_statement {
     std::string sql;
     std::vector<sql_param> params;

@@ -1,5 +1,5 @@
 // Fuzz target: each model's JSON write body as its route parses it (issue 13) — edge writes, a node
-// action, edge multi-get keys, multi-count queries, a set operation, cell writes (with a cell index), counter increments
+// action, edge multi-get keys, multi-count queries, the other ends of a page, a set operation, cell writes (with a cell index), counter increments
 // and an entity put (with two entity indexes). The first byte picks the parser; the rest is the
 // body. Never a crash, never an exception; every op a parser accepts survives the journal's codec
 // unchanged (encode, decode, equal), and every refusal says why.
@@ -108,9 +108,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             break;
         }
         case 2:
-            // Multi-get keys, or (first byte 9, 23, ...) the queries of a multi-count.
-            if ((data[0] / 7) % 2 == 0) {
+            // Multi-get keys, (first byte 9, 30, ...) the queries of a multi-count, or (16, 37, ...)
+            // the other ends of a "which of these" page.
+            if ((data[0] / 7) % 3 == 0) {
                 check(net::parse_edge_keys(body, 64));
+            } else if ((data[0] / 7) % 3 == 2) {
+                const auto ids = net::parse_other_ids(body, 64);
+                check(ids);
+                if (const auto* v = std::get_if<std::vector<std::int64_t>>(&ids)) {
+                    if (v->empty() || v->size() > 64) std::abort();
+                    for (const auto id : *v) {
+                        if (id < 0) std::abort();
+                    }
+                }
             } else {
                 const auto q = net::parse_count_queries(body, 64);
                 check(q);

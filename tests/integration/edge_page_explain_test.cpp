@@ -38,7 +38,7 @@ TEST(edge_page_explain, every_page_is_a_range_read_of_by_position_without_fileso
                              "ANALYZE TABLE edges"},
                          db));
 
-    shards::edge_page_request req{"g", 3, shards::edge_direction::backward, core::edge_state::normal, 100, std::nullopt};
+    shards::edge_page_request req{"g", 3, shards::edge_direction::backward, core::edge_state::normal, 100, std::nullopt, {}};
     const std::vector<std::optional<core::page_cursor>> cursors = {
         std::nullopt, core::page_cursor{core::page_cursor::kind::next, 50, 17},
         core::page_cursor{core::page_cursor::kind::previous, 50, 17}};
@@ -66,8 +66,23 @@ TEST(edge_page_explain, every_page_is_a_range_read_of_by_position_without_fileso
         EXPECT_EQ(cols[9].find("temporary"), std::string::npos) << line;
         EXPECT_LE(std::stoi(cols[8]), 400) << "the read examines one node's rows at most: " << line;
     }
-    // Count: one primary-key lookup of edge_counts.
-    auto count = query_sql(s, "EXPLAIN SELECT count FROM edge_counts WHERE graph = 'g' AND node_id = 3 AND direction = 1 AND state = 0", db);
+    // Among given other ends: a primary-key lookup per id (5 ids, padded to 8), whatever the node's size.
+    req.other_ids = {7, 11, 13, 5000, 7};
+    for (const auto& c : cursors) {
+        req.cursor = c;
+        const auto st = shards::page_edges_statement(req);
+        auto explained = run_on(ioc, conn.async_query_prepared("EXPLAIN " + st.sql, st.params));
+        ASSERT_TRUE(explained) << explained.error().message();
+        ASSERT_EQ(explained.value().size(), 1u) << st.sql;
+        std::string line;
+        for (std::size_t i = 0; i < explained.value().columns(); ++i) line += std::string(explained.value().at(0, i).value_or("NULL")) + "\t";
+        EXPECT_EQ(explained.value().at(0, 5).value_or(""), "PRIMARY") << st.sql << "\n" << line;
+        EXPECT_EQ(explained.value().at(0, 3).value_or(""), "range") << line;
+        EXPECT_LE(std::stoi(std::string(explained.value().at(0, 8).value_or("0"))), 8) << "one lookup per listed id: " << line;
+    }
+    // Counts (one or many keys in one statement): primary-key lookups of edge_counts.
+    auto count = query_sql(s, "EXPLAIN SELECT node_id, direction, state, count FROM edge_counts FORCE INDEX (PRIMARY) "
+                              "WHERE graph = 'g' AND (node_id, direction, state) IN ((3,1,0),(2,1,0))", db);
     ASSERT_TRUE(count);
     ASSERT_EQ(count.value().size(), 1u);
     EXPECT_NE(count.value()[0].find("PRIMARY"), std::string::npos) << count.value()[0];

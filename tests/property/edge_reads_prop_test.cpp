@@ -1,6 +1,7 @@
 // Model-checked reads against real MariaDB: random graphs are built through the shard apply
 // function (as in edge_convergence_prop_test); then every page walk (forward, then backward
-// from the end, with random limits), every read from an arbitrary cursor, every count and every
+// from the end, with random limits), every page among random other ends, every read from an
+// arbitrary cursor, every count and every
 // multi-get must equal what the in-memory model says (with whole-node ops among the writes).
 #include <utility>
 
@@ -103,7 +104,7 @@ TEST(edge_reads, pages_counts_and_multi_get_equal_the_model) {
                     for (int st : {0, *rc::gen::inRange(1, 4)}) {
                         const auto state = static_cast<core::edge_state>(st);
                         const auto expected = model_list(model, graph, node, dir, state);
-                        shards::edge_page_request req{graph, node, dir, state, 1, std::nullopt};
+                        shards::edge_page_request req{graph, node, dir, state, 1, std::nullopt, {}};
 
                         // Forward: from the newest edge to the end.
                         std::vector<shards::stored_edge> walked;
@@ -136,6 +137,32 @@ TEST(edge_reads, pages_counts_and_multi_get_equal_the_model) {
                             cursor = prev.previous;
                         }
                         RC_ASSERT(back == expected);
+
+                        // Among given other ends (repeats and ids without an edge included): the
+                        // model's rows whose other end is listed, in the same order, page by page.
+                        {
+                            auto among = req;
+                            among.cursor.reset();
+                            among.other_ids = *rc::gen::nonEmpty(rc::gen::container<std::vector<std::int64_t>>(
+                                rc::gen::inRange<std::int64_t>(0, ids + 2)));
+                            std::vector<shards::stored_edge> want;
+                            for (const auto& e : expected) {
+                                if (std::find(among.other_ids.begin(), among.other_ids.end(), e.key.other_id) !=
+                                    among.other_ids.end()) {
+                                    want.push_back(e);
+                                }
+                            }
+                            std::vector<shards::stored_edge> got_among;
+                            for (int pages = 0;; ++pages) {
+                                RC_ASSERT(pages <= 100);
+                                among.limit = *rc::gen::inRange<std::size_t>(1, 5);
+                                const auto p = fx.page(among);
+                                got_among.insert(got_among.end(), p.edges.begin(), p.edges.end());
+                                if (!p.next) break;
+                                among.cursor = p.next;
+                            }
+                            RC_ASSERT(got_among == want);
+                        }
 
                         // Any cursor, even one no page made: exactly the model's rows beyond it.
                         const core::page_cursor c{*rc::gen::element(kind::next, kind::previous),
@@ -277,7 +304,7 @@ TEST(edge_reads, paging_while_writes_run_sees_every_untouched_edge_once) {
     };
     for (int round = 0; round < 20 && !HasFailure(); ++round) {
         shards::edge_page_request req{graph, node, shards::edge_direction::forward, core::edge_state::normal, 1,
-                                      std::nullopt};
+                                      std::nullopt, {}};
         std::vector<shards::stored_edge> walk;
         for (;;) {
             req.limit = 1 + rng() % 37;
