@@ -27,6 +27,17 @@ protected:
         start_cairnd(db, o);
     }
 
+    // Node 7 follows 1000..1024 at positions 100..124 and removed its edge to 999; wait=applied:
+    // readable at once, on every shard.
+    void write_follows_of_7() {
+        std::string body = R"({"edges": [)";
+        for (int i = 0; i < 25; ++i) body += fmt::format(R"({}{{"source_id": 7, "destination_id": {}, "position": {}}})", i ? "," : "", 1000 + i, 100 + i);
+        body += R"(, {"source_id": 7, "destination_id": 999, "state": "removed"}]})";
+        auto w = http_post(port(), "/v1/graphs/follows/edges?wait=applied", body);
+        ASSERT_TRUE(w);
+        ASSERT_EQ(w->status, 202) << w->body;
+    }
+
     json get_json(const std::string& target, int status = 200) {
         auto r = http_get(port(), target);
         if (!r) {
@@ -42,13 +53,7 @@ protected:
 TEST_F(edges_read_http, pages_walk_forward_and_back_and_counts_match) {
     CAIRN_REQUIRE_SHARDS(2u);
     start("cairn_e2e_pages");
-    // 25 edges from node 7 at positions 100..124, and one removed edge.
-    std::string body = R"({"edges": [)";
-    for (int i = 0; i < 25; ++i) body += fmt::format(R"({}{{"source_id": 7, "destination_id": {}, "position": {}}})", i ? "," : "", 1000 + i, 100 + i);
-    body += R"(, {"source_id": 7, "destination_id": 999, "state": "removed"}]})";
-    auto w = http_post(port(), "/v1/graphs/follows/edges?wait=applied", body);
-    ASSERT_TRUE(w);
-    ASSERT_EQ(w->status, 202) << w->body;  // wait=applied: readable at once, on every shard
+    ASSERT_NO_FATAL_FAILURE(write_follows_of_7());
 
     std::vector<std::int64_t> seen;
     std::string target = "/v1/graphs/follows/nodes/7/edges?limit=10";
@@ -103,18 +108,10 @@ TEST_F(edges_read_http, pages_walk_forward_and_back_and_counts_match) {
     EXPECT_TRUE(empty["next_cursor"].is_null());
 }
 
-// A cursor continues only the query that made it (issue 13): with another node, graph, direction
-// or state, or changed by one character, it is a 400 naming "cursor", never a page of something else.
 TEST_F(edges_read_http, a_page_among_given_other_ends_walks_them_in_page_order_both_ways) {
     CAIRN_REQUIRE_SHARDS(2u);
     start("cairn_e2e_among");
-    // Node 7 follows 1000..1024 at positions 100..124, and removed its edge to 999.
-    std::string body = R"({"edges": [)";
-    for (int i = 0; i < 25; ++i) body += fmt::format(R"({}{{"source_id": 7, "destination_id": {}, "position": {}}})", i ? "," : "", 1000 + i, 100 + i);
-    body += R"(, {"source_id": 7, "destination_id": 999, "state": "removed"}]})";
-    auto w = http_post(port(), "/v1/graphs/follows/edges?wait=applied", body);
-    ASSERT_TRUE(w);
-    ASSERT_EQ(w->status, 202) << w->body;
+    ASSERT_NO_FATAL_FAILURE(write_follows_of_7());
     const auto page = [&](const std::string& target, const std::string& ids, int status = 200) {
         auto r = http_post(port(), target, R"({"other_ids": )" + ids + "}");
         EXPECT_TRUE(r) << target;
@@ -159,6 +156,8 @@ TEST_F(edges_read_http, a_page_among_given_other_ends_walks_them_in_page_order_b
     EXPECT_EQ(page(target, R"("1")", 400)["field"], "other_ids");
 }
 
+// A cursor continues only the query that made it (issue 13): with another node, graph, direction
+// or state, or changed by one character, it is a 400 naming "cursor", never a page of something else.
 TEST_F(edges_read_http, a_cursor_is_bound_to_the_query_that_made_it) {
     CAIRN_REQUIRE_SHARDS(2u);
     start("cairn_e2e_cursor_scope");
