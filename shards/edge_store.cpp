@@ -71,6 +71,12 @@ void append_graph(std::string& sql, std::string_view graph) {
     sql += '\'';
 }
 
+// A read of a shard whose edge tables do not exist yet: the apply worker creates them when it
+// starts, beside serving, so a read on a fresh database may come first. Nothing was applied there,
+// so such a read answers empty (no rows, counts 0) instead of failing.
+constexpr unsigned er_no_such_table = 1146;
+bool tables_missing(const mariadb_conn& conn) noexcept { return conn.last_errno() == er_no_such_table; }
+
 // Decimal text of an integer, appended (the apply path builds statements of thousands of rows).
 template <class Int>
 void append_int(std::string& sql, Int v) {
@@ -640,7 +646,10 @@ asio::awaitable<core::result<edge_page>> async_page_edges(mariadb_conn& conn, ed
     using kind = core::page_cursor::kind;
     const page_statement st = page_edges_statement(req);
     auto r = co_await conn.async_query_prepared(st.sql, st.params);
-    if (!r) co_return r.error();
+    if (!r) {
+        if (tables_missing(conn)) co_return edge_page{};
+        co_return r.error();
+    }
     const rows& got = r.value();
     const bool more = got.size() > req.limit;  // a row beyond this page exists in read order
     const std::size_t n = more ? req.limit : got.size();
@@ -683,7 +692,10 @@ asio::awaitable<core::result<std::vector<std::int64_t>>> async_scan_other_ids(
     if (after) fmt::format_to(std::back_inserter(sql), " AND other_id > {}", *after);
     fmt::format_to(std::back_inserter(sql), " AND state = {} ORDER BY other_id LIMIT {}", static_cast<int>(state), limit);
     auto r = co_await conn.async_query(sql);
-    if (!r) co_return r.error();
+    if (!r) {
+        if (tables_missing(conn)) co_return std::vector<std::int64_t>{};
+        co_return r.error();
+    }
     std::vector<std::int64_t> out;
     out.reserve(r.value().size());
     for (std::size_t i = 0; i < r.value().size(); ++i) out.push_back(r.value().int64_at(i, 0));
@@ -708,7 +720,10 @@ asio::awaitable<core::result<std::vector<std::int64_t>>> async_count_many(mariad
     }
     sql += ')';
     auto r = co_await conn.async_query(sql);
-    if (!r) co_return r.error();
+    if (!r) {
+        if (tables_missing(conn)) co_return out;
+        co_return r.error();
+    }
     const auto& rows = r.value();
     for (std::size_t i = 0; i < rows.size(); ++i) {
         const node_count_key k{rows.int64_at(i, 0), static_cast<edge_direction>(rows.int64_at(i, 1)),
@@ -767,7 +782,10 @@ asio::awaitable<core::result<std::vector<std::optional<core::edge_row>>>> async_
             params.emplace_back(k.second);
         }
         auto r = co_await conn.async_query_prepared(sql, params);
-        if (!r) co_return r.error();
+        if (!r) {
+            if (tables_missing(conn)) co_return out;  // every key: nullopt
+            co_return r.error();
+        }
         for (std::size_t i = 0; i < r.value().size(); ++i) {
             auto e = parse_row(r.value(), i);
             found.emplace(std::pair{e.key.node_id, e.key.other_id}, e.row);

@@ -97,6 +97,36 @@ TEST(point_batcher, concurrent_reads_each_get_their_own_row_and_share_queries) {
     EXPECT_LE(keys.sum() / static_cast<double>(keys.count()), 64.0);
 }
 
+TEST(point_batcher, a_shard_whose_edge_tables_do_not_exist_yet_reads_as_empty) {
+    // A fresh database before the apply worker created its tables: reads answer what a shard with
+    // nothing applied holds (no rows, counts 0), not an error; other errors still fail.
+    CAIRN_REQUIRE_SHARDS(1u);
+    fresh_database(db);
+    const auto shard = test_shards().at(0);
+    asio::io_context ioc;
+    shards::mariadb_conn conn(ioc.get_executor(), params_for(shard, db));
+    ASSERT_TRUE(run_on(ioc, conn.async_connect()));
+    const std::vector<shards::node_count_key> counts{{1, shards::edge_direction::forward, core::edge_state::normal}};
+    auto c = run_on(ioc, shards::async_count_many(conn, "g", counts));
+    ASSERT_TRUE(c) << c.error().message();
+    EXPECT_EQ(c.value(), std::vector<std::int64_t>{0});
+    const std::vector<std::pair<std::int64_t, std::int64_t>> keys{{1, 2}, {3, 4}};
+    auto g = run_on(ioc, shards::async_multi_get(conn, "g", keys));
+    ASSERT_TRUE(g) << g.error().message();
+    EXPECT_EQ(g.value().size(), 2u);
+    EXPECT_FALSE(g.value()[0].has_value());
+    shards::edge_page_request req;
+    req.graph = "g";
+    req.node_id = 1;
+    auto p = run_on(ioc, shards::async_page_edges(conn, req));
+    ASSERT_TRUE(p) << p.error().message();
+    EXPECT_TRUE(p.value().edges.empty());
+    EXPECT_FALSE(p.value().next.has_value());
+    // Any other refusal is still an error.
+    auto bad = run_on(ioc, conn.async_execute("SELECT no_such_column FROM DUAL"));
+    EXPECT_FALSE(bad);
+}
+
 TEST(point_batcher, multi_get_answers_long_lists_with_repeats_in_order) {
     CAIRN_REQUIRE_SHARDS(1u);
     fresh_edge_database(db);
