@@ -725,13 +725,16 @@ asio::awaitable<core::result<std::vector<std::int64_t>>> async_count_many(mariad
         co_return r.error();
     }
     const auto& rows = r.value();
+    // Keys in any order, a key given twice too (up to batch_ops_max of them): positions sorted by
+    // key, so each row finds its keys by binary search.
+    std::vector<std::size_t> by_key(keys.size());
+    for (std::size_t j = 0; j < keys.size(); ++j) by_key[j] = j;
+    std::sort(by_key.begin(), by_key.end(), [&](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
     for (std::size_t i = 0; i < rows.size(); ++i) {
         const node_count_key k{rows.int64_at(i, 0), static_cast<edge_direction>(rows.int64_at(i, 1)),
                                static_cast<core::edge_state>(rows.int64_at(i, 2))};
-        // Keys in any order, a key given twice too (at most a few hundred: a scan is cheap).
-        for (std::size_t j = 0; j < keys.size(); ++j) {
-            if (keys[j] == k) out[j] = rows.int64_at(i, 3);
-        }
+        auto at = std::lower_bound(by_key.begin(), by_key.end(), k, [&](std::size_t j, const node_count_key& v) { return keys[j] < v; });
+        for (; at != by_key.end() && keys[*at] == k; ++at) out[*at] = rows.int64_at(i, 3);
     }
     co_return out;
 }
