@@ -13,8 +13,10 @@
 #include <errmsg.h>
 #include <mysql.h>
 #include <mysqld_error.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <charconv>
 #include <list>
@@ -272,30 +274,40 @@ private:
     void forget_prepared() noexcept;
     core::errc fail(core::errc e, unsigned err, std::string message);
 
-    asio::posix::stream_descriptor socket_;  // wraps libmariadb's fd; never owns it
+    // Waits on a dup(2) of libmariadb's socket that this object owns: the library closes its own
+    // fd when a connect fails (and frees the structure mysql_get_socket would read it from), and
+    // that number may belong to another connection of the process a moment later. Readiness is a
+    // property of the socket, not of the number, so waiting on the dup is the same wait; and
+    // epoll_ctl, shutdown(2) and close(2) here only ever touch a number this object holds.
+    asio::posix::stream_descriptor socket_;
     asio::steady_timer timer_;
     std::shared_ptr<wait_state> wait_;
 };
 
 core::result<void> mariadb_conn::impl::wrap_socket() {
     unwrap_socket();
+    // Only called while the library's socket is live: during a suspended connect (the library
+    // has just handed back a wait on it) or on an open connection.
     const my_socket fd = mysql_get_socket(mysql_);
     if (fd == MARIADB_INVALID_SOCKET) {
         return core::errc::shard_unavailable;
     }
+    const int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (own < 0) {
+        return boost::system::error_code(errno, boost::system::system_category());
+    }
     boost::system::error_code ec;
-    socket_.assign(fd, ec);
+    socket_.assign(own, ec);
     if (ec) {
+        ::close(own);
         return ec;
     }
     return core::success();
 }
 
 void mariadb_conn::impl::unwrap_socket() noexcept {
-    if (socket_.is_open()) {
-        // libmariadb owns the fd: release() deregisters it from the reactor without closing it.
-        (void)socket_.release();
-    }
+    boost::system::error_code ignored;
+    socket_.close(ignored);  // our dup only; the library's socket lives on until mysql_close
 }
 
 asio::awaitable<core::result<int>> mariadb_conn::impl::async_wait_events(int status, clock_type::time_point deadline,
@@ -705,7 +717,7 @@ bool mariadb_conn::impl::probe_idle() noexcept {
         return false;
     }
     pollfd p{};
-    p.fd = mysql_get_socket(mysql_);
+    p.fd = socket_.native_handle();  // the dup of the open connection's socket
     p.events = POLLIN;
     const int n = ::poll(&p, 1, 0);
     if (n == 0) {
@@ -727,15 +739,16 @@ void mariadb_conn::impl::abort_on_strand() noexcept {
 }
 
 void mariadb_conn::impl::close() noexcept {
+    // mysql_close sends COM_QUIT with a blocking write; after shutdown(2) that write fails at once
+    // with EPIPE (libmariadb sends with MSG_NOSIGNAL), so the close cannot block. This is also how
+    // a suspended _start/_cont sequence is abandoned: mysql_close frees its stack. The shutdown
+    // goes through our dup (the same socket): after a failed connect mysql_get_socket would
+    // answer a number the library has closed, which another connection may hold by now.
+    if (socket_.is_open()) {
+        ::shutdown(socket_.native_handle(), SHUT_RDWR);
+    }
     unwrap_socket();
     if (mysql_ != nullptr) {
-        // mysql_close sends COM_QUIT with a blocking write; after shutdown(2) that write fails at
-        // once with EPIPE (libmariadb sends with MSG_NOSIGNAL), so the close cannot block. This
-        // is also how a suspended _start/_cont sequence is abandoned: mysql_close frees its stack.
-        const my_socket fd = mysql_get_socket(mysql_);
-        if (fd != MARIADB_INVALID_SOCKET) {
-            ::shutdown(fd, SHUT_RDWR);
-        }
         mysql_close(mysql_);
         mysql_ = nullptr;
     }

@@ -64,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto frames = split_frames(std::string_view(reinterpret_cast<const char*>(data + 1), size - 1));
 
     cairn::test::ws_client ws(cairn::fuzz::gateway_port(), std::chrono::seconds(8));
-    if (auto r = ws.connect(std::string(cairn::fuzz::admin_token)); !r) fail("the upgrade failed: " + r.error().message());
+    if (auto r = ws.connect(std::string(cairn::fuzz::admin_token)); !r) fail("the upgrade failed: " + r.error().message() + " (HTTP status " + std::to_string(ws.handshake_status()) + "; " + cairn::fuzz::gateway_vitals() + ")");
     std::size_t sent = 0;
     for (const auto& f : frames) {
         auto r = f.binary ? ws.send_binary(f.payload) : ws.send_text(f.payload);

@@ -285,10 +285,25 @@ bool gateway_serves() {
     return reply && reply->starts_with("HTTP/1.1 200 ");
 }
 
+std::string gateway_vitals() {
+    gateway_port();
+    std::string out;
+    std::stringstream in(the_gateway->metrics.render());
+    for (std::string line; std::getline(in, line);) {
+        if (line.starts_with("#")) continue;
+        if (line.starts_with("cairn_http_connections") || line.starts_with("cairn_http_accept_errors") ||
+            line.starts_with("cairn_ws_") || line.find("status=\"503\"") != std::string::npos) {
+            if (!out.empty()) out += "; ";
+            out += line;
+        }
+    }
+    return out;
+}
+
 void check_still_serving(const char* target) {
     static std::uint64_t inputs = 0;
     if (++inputs % 128 != 0 || gateway_serves()) return;
-    std::fprintf(stderr, "%s: the gateway no longer answers GET /livez\n", target);
+    std::fprintf(stderr, "%s: the gateway no longer answers GET /livez (%s)\n", target, gateway_vitals().c_str());
     std::abort();
 }
 

@@ -39,6 +39,10 @@ std::optional<std::string> exchange(std::string_view bytes,
 // Whether the gateway still answers GET /livez with 200 on a new connection.
 bool gateway_serves();
 
+// The gateway's connection vitals from its metrics (open connections, evictions, refusals, accept
+// errors, WebSocket sessions and requests), one line, for the message of a harness that fails.
+std::string gateway_vitals();
+
 // Called after each input: every 128th call checks gateway_serves() and aborts, naming target,
 // when the gateway no longer answers.
 void check_still_serving(const char* target);

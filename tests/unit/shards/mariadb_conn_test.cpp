@@ -13,6 +13,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <gtest/gtest.h>
+#include <dlfcn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -21,6 +23,9 @@
 #include <optional>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
+#include <fstream>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -166,6 +171,75 @@ TEST(mariadb_conn, connect_to_a_closed_port_is_unavailable_quickly) {
         EXPECT_TRUE(c.last_errno() == 2002u || c.last_errno() == 2003u) << c.last_errno() << " " << c.last_error();
         EXPECT_FALSE(c.is_open());
     }());
+}
+
+// A refused connect, run in a child process with the fdsteal layer preloaded (tests/fault/fdsteal):
+// the moment libmariadb closes its socket, the layer gives that number to another socket (the
+// victim), as a connection accepted on another thread would get it. mariadb_conn must leave the
+// victim alone: before the fix its close() asked mysql_get_socket for the fd to shut down, and
+// after a failed connect that answers the number libmariadb had closed (found by ws_dispatch_fuzz:
+// a client's fresh connection to cairnd was reset by a shard connect that failed meanwhile).
+TEST(mariadb_conn, a_failed_connect_never_touches_the_socket_number_the_library_closed) {
+    const std::string done = ::testing::TempDir() + "fdsteal_done_" + std::to_string(::getpid());
+    std::remove(done.c_str());
+    const char* asan = std::getenv("ASAN_OPTIONS");
+    std::vector<std::string> env{std::string("LD_PRELOAD=") + CAIRN_FDSTEAL_PATH, "CAIRN_FDSTEAL_DONE=" + done,
+                                 std::string("ASAN_OPTIONS=") + (asan != nullptr && *asan ? std::string(asan) + ":" : "") +
+                                     "verify_asan_link_order=0"};
+    std::vector<std::string> args{"/proc/self/exe", "--gtest_also_run_disabled_tests",
+                                  "--gtest_filter=DISABLED_mariadb_conn_fdsteal.child"};
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        std::vector<char*> envp;
+        for (auto& e : env) envp.push_back(e.data());
+        for (char** e = environ; *e != nullptr; ++e) {
+            const std::string_view v(*e);
+            if (!v.starts_with("LD_PRELOAD=") && !v.starts_with("ASAN_OPTIONS=")) envp.push_back(*e);
+        }
+        envp.push_back(nullptr);
+        ::execve(argv[0], argv.data(), envp.data());
+        ::_exit(127);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "the child ended by signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's checks failed (its output is above)";
+    EXPECT_TRUE(std::filesystem::exists(done)) << "the child test did not run to its end";
+    std::remove(done.c_str());
+}
+
+// The child of the test above (disabled: it runs only there, under the layer).
+TEST(DISABLED_mariadb_conn_fdsteal, child) {
+    using arm_fn = void (*)();
+    using state_fn = int (*)();
+    const auto arm = reinterpret_cast<arm_fn>(::dlsym(RTLD_DEFAULT, "cairn_fdsteal_arm"));
+    const auto victim_state = reinterpret_cast<state_fn>(::dlsym(RTLD_DEFAULT, "cairn_fdsteal_victim_state"));
+    ASSERT_NE(arm, nullptr) << "the fdsteal layer is not loaded";
+    ASSERT_NE(victim_state, nullptr);
+    run([&]() -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        conn_params p;
+        {
+            asio::ip::tcp::acceptor a(ex, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+            p.port = a.local_endpoint().port();
+        }
+        p.user = "cairn";
+        p.connect_timeout = 2000ms;
+        mariadb_conn c(ex, p);
+        arm();
+        auto r = co_await c.async_connect();
+        CO_REQUIRE(!r);
+        EXPECT_EQ(victim_state(), 1) << "the victim at the closed number was shut down or closed (-1: nothing stolen)";
+        c.close();
+        EXPECT_EQ(victim_state(), 1) << "close() touched the victim";
+    }());
+    if (const char* done = std::getenv("CAIRN_FDSTEAL_DONE"); done != nullptr && !::testing::Test::HasFailure()) {
+        std::ofstream(done) << "ok\n";
+    }
 }
 
 TEST(mariadb_conn, connect_to_a_silent_server_times_out) {
