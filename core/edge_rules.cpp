@@ -67,6 +67,12 @@ node_registers node_merge(node_registers current, node_action action, std::uint6
     return current;
 }
 
+node_status node_status_of(const node_registers& r) noexcept {
+    if (r.removed_ts == 0 && r.archive_ts == 0) return {};
+    if (r.removed_ts >= r.archive_ts) return {edge_state::removed, r.removed_ts};
+    return {r.archived ? edge_state::archived : edge_state::normal, r.archive_ts};
+}
+
 edge_state edge_effective_state(const edge_row& own, const node_registers& a, const node_registers& b) noexcept {
     auto removes = [&](const node_registers& r) { return r.removed_ts != 0 && r.removed_ts >= own.ts; };
     if (removes(a) || removes(b)) return edge_state::removed;

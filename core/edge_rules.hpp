@@ -47,6 +47,18 @@ struct node_registers {
 // The registers after applying a node op with `action` stamped ts.
 node_registers node_merge(node_registers current, node_action action, std::uint64_t ts) noexcept;
 
+// What a node's registers say about the node itself (GET .../nodes/{id}): the state its latest
+// node action left it in and that action's ts. A remove wins a tie with an archive or unarchive
+// (its rank is higher); an unarchive after a remove makes the node normal again for the edges
+// written after the remove (those before it stay removed). {normal, 0}: no node action yet.
+struct node_status {
+    edge_state state = edge_state::normal;
+    std::uint64_t ts = 0;
+
+    friend bool operator==(const node_status&, const node_status&) = default;
+};
+node_status node_status_of(const node_registers& r) noexcept;
+
 // The effective state of an edge row (what pages, counts and reads use), from its own
 // last-writer-wins row and the registers of both endpoints:
 //  1. a remove of an endpoint at or after the row's ts makes it removed;

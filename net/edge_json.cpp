@@ -280,25 +280,28 @@ std::variant<std::vector<set_query>, input_error> parse_count_queries(std::strin
     return out;
 }
 
-std::variant<std::vector<std::int64_t>, input_error> parse_other_ids(std::string_view body, std::size_t ids_max) {
+std::variant<std::vector<std::int64_t>, input_error> parse_id_list(std::string_view body, std::string_view field,
+                                                                   std::size_t ids_max) {
     simdjson::dom::element root;
     if (auto err = parse_json(body, root)) return std::move(*err);
     simdjson::dom::element list;
-    if (!root.is_object() || root.get_object().value_unsafe().at_key("other_ids").get(list) != simdjson::SUCCESS ||
+    if (!root.is_object() || root.get_object().value_unsafe().at_key(field).get(list) != simdjson::SUCCESS ||
         root.get_object().value_unsafe().size() != 1) {
-        return input_error{"body", "must be an object with the single field \"other_ids\""};
+        return input_error{"body", fmt::format("must be an object with the single field \"{}\"", field)};
     }
-    if (!list.is_array()) return input_error{"other_ids", "must be an array of node ids"};
+    if (!list.is_array()) return input_error{std::string(field), "must be an array of node ids"};
     const auto arr = list.get_array().value_unsafe();
-    if (arr.size() == 0) return input_error{"other_ids", "must not be empty"};
-    if (arr.size() > ids_max) return input_error{"other_ids", fmt::format("holds {} ids; at most {} per request", arr.size(), ids_max)};
+    if (arr.size() == 0) return input_error{std::string(field), "must not be empty"};
+    if (arr.size() > ids_max) {
+        return input_error{std::string(field), fmt::format("holds {} ids; at most {} per request", arr.size(), ids_max)};
+    }
     std::vector<std::int64_t> out;
     out.reserve(arr.size());
     std::size_t i = 0;
     for (auto el : arr) {
         auto id = id_of(el);
         if (!id) {
-            return input_error{fmt::format("other_ids[{}]", i), "must be an integer between 0 and 9223372036854775807 (a number or a decimal string)"};
+            return input_error{fmt::format("{}[{}]", field, i), "must be an integer between 0 and 9223372036854775807 (a number or a decimal string)"};
         }
         out.push_back(*id);
         ++i;

@@ -72,9 +72,11 @@ std::variant<set_request, input_error> parse_set_request(std::string_view body);
 // batch_ops_max queries, returned in request order.
 std::variant<std::vector<set_query>, input_error> parse_count_queries(std::string_view body, std::size_t batch_ops_max);
 
-// Parses the body of POST /v1/graphs/{graph}/nodes/{id}/edges/among: {"other_ids": [..]} with 1 to
-// ids_max ids (numbers or decimal strings, repeats allowed), returned in request order.
-std::variant<std::vector<std::int64_t>, input_error> parse_other_ids(std::string_view body, std::size_t ids_max);
+// Parses a body that is one list of node ids, {"<field>": [..]}, with 1 to ids_max ids (numbers or
+// decimal strings, repeats allowed), returned in request order: "other_ids" of POST
+// .../nodes/{id}/edges/among, "node_ids" of POST .../nodes/get.
+std::variant<std::vector<std::int64_t>, input_error> parse_id_list(std::string_view body, std::string_view field,
+                                                                   std::size_t ids_max);
 
 // Parses a non-negative 64-bit id from a path segment.
 std::optional<std::int64_t> parse_id(std::string_view text) noexcept;

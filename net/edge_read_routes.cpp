@@ -42,6 +42,7 @@ constexpr std::string_view page_params[] = {"direction", "state", "limit", "curs
 constexpr std::string_view count_params[] = {"direction", "state", "after", "timeout_ms", "ids"};
 constexpr std::string_view multi_get_params[] = {"after", "timeout_ms", "ids"};
 constexpr std::string_view counts_params[] = {"after", "timeout_ms"};
+constexpr std::string_view node_params[] = {"after", "timeout_ms", "ids"};
 
 // What the page and count routes share: the node, its direction and state, the wait.
 struct node_query {
@@ -113,7 +114,7 @@ asio::awaitable<response> async_page(gateway& gw, route_context& ctx, bool among
     std::string scope = page_scope(q);
     shards::edge_page_request page_req;
     if (among) {
-        auto ids = parse_other_ids(req.body(), std::min(gw.lim.batch_ops_max, shards::page_other_ids_max));
+        auto ids = parse_id_list(req.body(), "other_ids", std::min(gw.lim.batch_ops_max, shards::page_other_ids_max));
         if (auto* e = std::get_if<input_error>(&ids)) co_return bad_field(req, e->field, e->detail);
         page_req.other_ids = std::move(std::get<std::vector<std::int64_t>>(ids));
         // The cursor continues this list only, in whatever order or with whatever repeats it came.
@@ -315,9 +316,101 @@ asio::awaitable<response> async_post_counts(gateway& gw, route_context& ctx) {
     co_return json_response(http::status::ok, std::move(body), req);
 }
 
+// One node's JSON (GET .../nodes/{id}, and each element of POST .../nodes/get): whether it is
+// known, and per direction its state, the ts of the node action that set it (null: none yet) and
+// its edge counts by state. Both directions share the node's state: node actions apply to both.
+void append_node(std::string& out, std::int64_t node_id, const shards::node_record& rec, id_format ids) {
+    const auto status = core::node_status_of(rec.registers);
+    out += R"({"node_id":)";
+    append_int64(out, node_id, ids);
+    out += rec.known ? R"(,"known":true)" : R"(,"known":false)";
+    for (int d = 0; d < 2; ++d) {
+        out += d == 0 ? R"(,"forward":{"state":")" : R"(,"backward":{"state":")";
+        out += core::edge_state_name(status.state);
+        if (status.ts == 0) {
+            out += R"(","ts":null,"ts_ms":null)";
+        } else {
+            fmt::format_to(std::back_inserter(out), R"(","ts":"{}","ts_ms":{})", status.ts, core::hlc_ms(status.ts));
+        }
+        out += R"(,"counts":{)";
+        for (int st = 0; st < 4; ++st) {
+            fmt::format_to(std::back_inserter(out), R"({}"{}":{})", st ? "," : "",
+                           core::edge_state_name(static_cast<core::edge_state>(st)), rec.counts[d][st]);
+        }
+        out += "}}";
+    }
+    out += '}';
+}
+
+// GET /v1/graphs/{graph}/nodes/{id}: one node, from its shard.
+asio::awaitable<response> async_get_node(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    const std::string graph(ctx.params.get("graph").value_or(""));
+    if (!core::valid_graph_name(graph)) {
+        co_return bad_field(req, "graph", "must be 1 to 32 characters of A-Z, a-z, 0-9 and _");
+    }
+    const auto id = parse_id(ctx.params.get("id").value_or(""));
+    if (!id) co_return bad_field(req, "id", "must be an integer between 0 and 9223372036854775807");
+    if (auto e = detail::unknown_query_param(ctx.query, node_params)) co_return bad_field(req, e->field, e->detail);
+    auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
+    if (auto* e = std::get_if<input_error>(&w)) co_return bad_field(req, e->field, e->detail);
+    const auto ids = detail::parse_id_format(ctx);
+    if (auto* e = std::get_if<input_error>(&ids)) co_return bad_field(req, e->field, e->detail);
+    const std::int64_t node_id = *id;
+    const auto query = [&](shards::mariadb_conn& c) {
+        return shards::async_node_records(c, graph, std::span<const std::int64_t>(&node_id, 1));
+    };
+    const auto render = [&](std::vector<shards::node_record> recs) {
+        std::string body = fmt::format(R"({{"graph":"{}",)", graph);
+        std::string node;
+        append_node(node, node_id, recs.at(0), std::get<id_format>(ids));
+        body.append(node, 1);  // the node's fields, after the graph
+        return json_response(http::status::ok, std::move(body), req);
+    };
+    co_return co_await detail::async_read_shard(gw, req, gw.map.shard_of_id(node_id), std::get<detail::wait_params>(w), query,
+                                                render);
+}
+
+// POST /v1/graphs/{graph}/nodes/get: many nodes in one request, answered in request order.
+asio::awaitable<response> async_post_nodes_get(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    const std::string graph(ctx.params.get("graph").value_or(""));
+    if (!core::valid_graph_name(graph)) {
+        co_return bad_field(req, "graph", "must be 1 to 32 characters of A-Z, a-z, 0-9 and _");
+    }
+    if (auto e = detail::unknown_query_param(ctx.query, node_params)) co_return bad_field(req, e->field, e->detail);
+    auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
+    if (auto* e = std::get_if<input_error>(&w)) co_return bad_field(req, e->field, e->detail);
+    const auto ids = detail::parse_id_format(ctx);
+    if (auto* e = std::get_if<input_error>(&ids)) co_return bad_field(req, e->field, e->detail);
+    auto parsed = parse_id_list(req.body(), "node_ids", gw.lim.batch_ops_max);
+    if (auto* e = std::get_if<input_error>(&parsed)) co_return bad_field(req, e->field, e->detail);
+    const auto& node_ids = std::get<std::vector<std::int64_t>>(parsed);
+
+    std::vector<core::shard_index> shard_of;
+    shard_of.reserve(node_ids.size());
+    for (const auto n : node_ids) shard_of.push_back(gw.map.shard_of_id(n));
+    std::vector<shards::node_record> recs;
+    const fetch_many_fn<std::int64_t, shards::node_record> fetch = &shards::async_node_records;
+    if (auto p = co_await async_read_grouped(gw, req, std::get<detail::wait_params>(w), graph, node_ids, shard_of, fetch, recs)) {
+        co_return std::move(*p);
+    }
+    std::string body = fmt::format(R"({{"graph":"{}","nodes":[)", graph);
+    for (std::size_t i = 0; i < node_ids.size(); ++i) {
+        if (i > 0) body += ',';
+        append_node(body, node_ids[i], recs[i], std::get<id_format>(ids));
+    }
+    body += "]}";
+    co_return json_response(http::status::ok, std::move(body), req);
+}
+
 }  // namespace
 
 void add_edge_read_routes(router& r, gateway& gw) {
+    r.add(http::verb::get, "/v1/graphs/{graph}/nodes/{id}", core::role::read,
+          [&gw](route_context& ctx) { return async_get_node(gw, ctx); });
+    r.add(http::verb::post, "/v1/graphs/{graph}/nodes/get", core::role::read,
+          [&gw](route_context& ctx) { return async_post_nodes_get(gw, ctx); });
     r.add(http::verb::get, "/v1/graphs/{graph}/nodes/{id}/edges", core::role::read,
           [&gw](route_context& ctx) { return async_page(gw, ctx, false); });
     r.add(http::verb::post, "/v1/graphs/{graph}/nodes/{id}/edges/among", core::role::read,

@@ -65,7 +65,10 @@ asio::awaitable<response> async_post_node(gateway& gw, route_context& ctx) {
     co_return co_await detail::async_journal_write(gw, ctx, std::move(ops));
 }
 
-asio::awaitable<response> async_get_edge(gateway& gw, route_context& ctx) {
+// GET .../edges/{source}/{destination}: the edge, or 404. With contains (GET .../contains):
+// always 200, {"contains": bool, "state": ..}; contains is FlockDB's: the edge exists in state
+// normal or negative (both are "present" flavours; removed and archived are not).
+asio::awaitable<response> async_get_edge(gateway& gw, route_context& ctx, bool contains) {
     const auto& req = ctx.req;
     const auto graph = ctx.params.get("graph").value_or("");
     if (!core::valid_graph_name(graph)) {
@@ -102,6 +105,17 @@ asio::awaitable<response> async_get_edge(gateway& gw, route_context& ctx) {
                            std::nullopt, req.version(), req.keep_alive());
         res.set(http::field::retry_after, "1");
         co_return res;
+    }
+    if (contains) {
+        const auto& row = r.value();
+        const bool present = row && (row->state == core::edge_state::normal || row->state == core::edge_state::negative);
+        std::string body = fmt::format(R"({{"graph":"{}","source_id":)", graph);
+        append_int64(body, *source, std::get<id_format>(ids));
+        body += R"(,"destination_id":)";
+        append_int64(body, *destination, std::get<id_format>(ids));
+        fmt::format_to(std::back_inserter(body), R"(,"contains":{},"state":{}}})", present,
+                       row ? fmt::format("\"{}\"", core::edge_state_name(row->state)) : std::string("null"));
+        co_return json_response(http::status::ok, std::move(body), req);
     }
     if (!r.value()) {
         co_return problem(http::status::not_found, "not-found", "Not found",
@@ -148,7 +162,9 @@ void add_edge_routes(router& r, gateway& gw) {
     r.add(http::verb::post, "/v1/graphs/{graph}/edges", core::role::write,
           [&gw](route_context& ctx) { return async_post_edges(gw, ctx); });
     r.add(http::verb::get, "/v1/graphs/{graph}/edges/{source}/{destination}", core::role::read,
-          [&gw](route_context& ctx) { return async_get_edge(gw, ctx); });
+          [&gw](route_context& ctx) { return async_get_edge(gw, ctx, false); });
+    r.add(http::verb::get, "/v1/graphs/{graph}/edges/{source}/{destination}/contains", core::role::read,
+          [&gw](route_context& ctx) { return async_get_edge(gw, ctx, true); });
     r.add(http::verb::post, "/v1/graphs/{graph}/nodes/{node}/{action}", core::role::write,
           [&gw](route_context& ctx) { return async_post_node(gw, ctx); });
     add_edge_read_routes(r, gw);

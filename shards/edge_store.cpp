@@ -739,6 +739,50 @@ asio::awaitable<core::result<std::vector<std::int64_t>>> async_count_many(mariad
     co_return out;
 }
 
+asio::awaitable<core::result<std::vector<node_record>>> async_node_records(mariadb_conn& conn, std::string graph,
+                                                                          std::span<const std::int64_t> node_ids) {
+    std::vector<node_record> out(node_ids.size());
+    if (node_ids.empty()) co_return out;
+    std::vector<std::int64_t> ids(node_ids.begin(), node_ids.end());
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    std::string in;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (i) in += ',';
+        append_int(in, ids[i]);
+    }
+    // One statement: the registers (kind 0) and the count rows (kind 1) of every node asked.
+    std::string sql = "SELECT 0, node_id, removed_ts, archive_ts, archived FROM node_states FORCE INDEX (PRIMARY) WHERE graph = ";
+    append_graph(sql, graph);
+    sql += " AND node_id IN (" + in + ") UNION ALL SELECT 1, node_id, direction, state, count FROM edge_counts FORCE INDEX (PRIMARY) WHERE graph = ";
+    append_graph(sql, graph);
+    sql += " AND node_id IN (" + in + ")";
+    auto r = co_await conn.async_query(sql);
+    if (!r) {
+        if (tables_missing(conn)) co_return out;  // nothing applied yet: no node is known
+        co_return r.error();
+    }
+    std::vector<node_record> by_id(ids.size());
+    const auto& rows = r.value();
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const auto at = std::lower_bound(ids.begin(), ids.end(), rows.int64_at(i, 1));
+        if (at == ids.end() || *at != rows.int64_at(i, 1)) continue;
+        auto& rec = by_id[static_cast<std::size_t>(at - ids.begin())];
+        rec.known = true;
+        if (rows.int64_at(i, 0) == 0) {
+            rec.registers = core::node_registers{rows.uint64_at(i, 2), rows.uint64_at(i, 3), rows.uint64_at(i, 4) != 0};
+        } else {
+            const auto direction = rows.uint64_at(i, 2);
+            const auto state = rows.uint64_at(i, 3);
+            if (direction < 2 && state < 4) rec.counts[direction][state] = rows.int64_at(i, 4);
+        }
+    }
+    for (std::size_t i = 0; i < node_ids.size(); ++i) {
+        out[i] = by_id[static_cast<std::size_t>(std::lower_bound(ids.begin(), ids.end(), node_ids[i]) - ids.begin())];
+    }
+    co_return out;
+}
+
 namespace {
 
 // Keys of one multi-get statement at most; statements are prepared for 1, 2, 4, ... of them

@@ -134,6 +134,22 @@ boost::asio::awaitable<core::result<std::vector<std::int64_t>>> async_count_many
 boost::asio::awaitable<core::result<std::vector<std::optional<core::edge_row>>>> async_multi_get(
     mariadb_conn& conn, std::string graph, std::span<const std::pair<std::int64_t, std::int64_t>> keys);
 
+// What the shard of a node knows of it (GET .../nodes/{id}): its node registers (node_states is
+// on every shard, so the node's own shard has them once the node op is applied there) and its
+// edge counts by direction and state. known: it has had a node action or an edge row.
+struct node_record {
+    bool known = false;
+    core::node_registers registers;
+    std::array<std::array<std::int64_t, 4>, 2> counts{};  // [direction][state]
+
+    friend bool operator==(const node_record&, const node_record&) = default;
+};
+
+// result[i] belongs to node_ids[i] (repeats allowed): one statement on the nodes' shard. A shard
+// whose tables do not exist yet knows no node. Errors: those of mariadb_conn::async_query.
+boost::asio::awaitable<core::result<std::vector<node_record>>> async_node_records(mariadb_conn& conn, std::string graph,
+                                                                                 std::span<const std::int64_t> node_ids);
+
 // Up to `limit` other_ids of the node's edges in `state`, ascending, greater than `after`
 // (nullopt: from the start): one range read of the primary key. Set operations merge these.
 boost::asio::awaitable<core::result<std::vector<std::int64_t>>> async_scan_other_ids(

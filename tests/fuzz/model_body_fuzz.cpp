@@ -113,7 +113,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             if ((data[0] / 7) % 3 == 0) {
                 check(net::parse_edge_keys(body, 64));
             } else if ((data[0] / 7) % 3 == 2) {
-                const auto ids = net::parse_other_ids(body, 64);
+                const auto ids = net::parse_id_list(body, "other_ids", 64);
                 check(ids);
                 if (const auto* v = std::get_if<std::vector<std::int64_t>>(&ids)) {
                     if (v->empty() || v->size() > 64) std::abort();

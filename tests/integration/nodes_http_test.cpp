@@ -1,11 +1,15 @@
 // Whole-node ops end to end (issue 4) through the real cairnd and real shards: a node put on
-// ice and back, seen by pages and counts; bad input is a 400 and journals nothing.
+// ice and back, seen by pages and counts; bad input is a 400 and journals nothing. And the node
+// reads of issue 17: one node's record, many in one request, and `contains` for one edge.
 #include "tests/support/cairnd_fixture.hpp"
 #include "tests/support/e2e.hpp"
+#include "tests/support/ws_client.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+
+#include <map>
 
 namespace cairn::test {
 namespace {
@@ -23,7 +27,14 @@ protected:
         }
         return nlohmann::json::parse(r->body)["count"].get<std::int64_t>();
     }
-
+    nlohmann::json get_json(const std::string& path) {
+        auto r = http_get(port(), path);
+        if (!r || r->status != 200) {
+            ADD_FAILURE() << path << ": " << (r ? std::to_string(r->status) + " " + r->body : "no answer");
+            return nlohmann::json();
+        }
+        return nlohmann::json::parse(r->body);
+    }
 };
 
 TEST_F(nodes_http, a_node_put_on_ice_and_back_with_a_newer_edge_write_winning) {
@@ -108,6 +119,140 @@ TEST_F(nodes_http, bad_input_is_a_400_and_journals_nothing) {
     ASSERT_TRUE(st);
     ASSERT_EQ(st->status, 200) << st->body;
     EXPECT_EQ(nlohmann::json::parse(st->body)["journal"]["last_seq"], 0);
+}
+
+TEST_F(nodes_http, a_node_record_shows_its_state_the_time_of_its_last_action_and_its_counts) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    start("cairn_e2e_node_reads");
+    const std::uint64_t t0 = 1'790'000'000'000;
+    // Node 7 follows 3 nodes (one of them negatively); node 9 follows 7.
+    auto w = http_post(port(), "/v1/graphs/follows/edges?wait=applied",
+                       fmt::format(R"({{"edges": [{{"source_id": 7, "destination_id": 1, "ts": {0}}},)"
+                                   R"({{"source_id": 7, "destination_id": 2, "ts": {0}}},)"
+                                   R"({{"source_id": 7, "destination_id": 3, "state": "negative", "ts": {0}}},)"
+                                   R"({{"source_id": 9, "destination_id": 7, "ts": {0}}}]}})",
+                                   t0));
+    ASSERT_TRUE(w);
+    ASSERT_EQ(w->status, 202) << w->body;
+
+    auto n = get_json("/v1/graphs/follows/nodes/7");
+    EXPECT_EQ(n["graph"], "follows");
+    EXPECT_EQ(n["node_id"], 7);
+    EXPECT_EQ(n["known"], true);
+    EXPECT_EQ(n["forward"]["state"], "normal");
+    EXPECT_TRUE(n["forward"]["ts"].is_null());  // no node action yet
+    EXPECT_EQ(n["forward"]["counts"], nlohmann::json::parse(R"({"normal":2,"removed":0,"archived":0,"negative":1})"));
+    EXPECT_EQ(n["backward"]["counts"]["normal"], 1);
+
+    // A node never seen is not known; an id as a string comes back as one with ?ids=string.
+    auto unknown = get_json("/v1/graphs/follows/nodes/424242?ids=string");
+    EXPECT_EQ(unknown["node_id"], "424242");
+    EXPECT_EQ(unknown["known"], false);
+    EXPECT_EQ(unknown["forward"]["counts"]["normal"], 0);
+
+    // Archived at t0+10: both directions say so, with the action's time; the counts follow.
+    auto a = http_post(port(), "/v1/graphs/follows/nodes/7/archive?wait=applied", fmt::format(R"({{"ts": {}}})", t0 + 10));
+    ASSERT_TRUE(a);
+    ASSERT_EQ(a->status, 202) << a->body;
+    n = get_json("/v1/graphs/follows/nodes/7");
+    for (const char* d : {"forward", "backward"}) {
+        EXPECT_EQ(n[d]["state"], "archived") << d;
+        EXPECT_EQ(n[d]["ts_ms"], t0 + 10) << d;
+    }
+    EXPECT_EQ(n["forward"]["counts"]["archived"], 2);
+    EXPECT_EQ(n["forward"]["counts"]["negative"], 1);
+    EXPECT_EQ(n["backward"]["counts"]["archived"], 1);
+
+    // A node known only through a node action (no edges) is known; a remove later than the
+    // unarchive makes it removed; a remove's tie with an archive is a remove.
+    a = http_post(port(), "/v1/graphs/follows/nodes/55/archive?wait=applied", fmt::format(R"({{"ts": {}}})", t0 + 20));
+    ASSERT_TRUE(a);
+    ASSERT_EQ(a->status, 202) << a->body;
+    a = http_post(port(), "/v1/graphs/follows/nodes/55/remove?wait=applied", fmt::format(R"({{"ts": {}}})", t0 + 20));
+    ASSERT_TRUE(a);
+    ASSERT_EQ(a->status, 202) << a->body;
+
+    // Many nodes at once, in request order, repeats included.
+    auto r = http_post(port(), "/v1/graphs/follows/nodes/get", R"({"node_ids": [55, 7, 424242, "9", 7]})");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    const auto many = nlohmann::json::parse(r->body)["nodes"];
+    ASSERT_EQ(many.size(), 5u);
+    EXPECT_EQ(many[0]["node_id"], 55);
+    EXPECT_EQ(many[0]["known"], true);
+    EXPECT_EQ(many[0]["forward"]["state"], "removed");
+    EXPECT_EQ(many[0]["forward"]["ts_ms"], t0 + 20);
+    auto n_alone = n;
+    n_alone.erase("graph");
+    EXPECT_EQ(many[1], n_alone);  // the same record as GET .../nodes/7, without the graph
+    EXPECT_EQ(many[2]["known"], false);
+    EXPECT_EQ(many[3]["node_id"], 9);
+    EXPECT_EQ(many[3]["forward"]["counts"]["archived"], 1);  // its edge to 7 is archived with 7
+    EXPECT_EQ(many[4], many[1]);
+
+    // Over WebSocket the same routes give the same answers.
+    ws_client ws(port());
+    ASSERT_TRUE(ws.connect());
+    ASSERT_TRUE(ws.send_text(R"({"id": "one", "method": "GET", "path": "/v1/graphs/follows/nodes/7"})"));
+    ASSERT_TRUE(ws.send_text(R"({"id": "many", "method": "POST", "path": "/v1/graphs/follows/nodes/get", "body": {"node_ids": [55, 7, 424242, "9", 7]}})"));
+    ASSERT_TRUE(ws.send_text(R"({"id": "has", "method": "GET", "path": "/v1/graphs/follows/edges/7/1/contains"})"));
+    std::map<std::string, nlohmann::json> answers;
+    for (int i = 0; i < 3; ++i) {
+        auto f = ws.read();
+        ASSERT_TRUE(f) << f.error().message();
+        auto answer = nlohmann::json::parse(f.value().data);
+        EXPECT_EQ(answer["status"], 200) << answer.dump();
+        answers[answer["id"].get<std::string>()] = answer["body"];
+    }
+    EXPECT_EQ(answers["one"], n);
+    EXPECT_EQ(answers["many"], nlohmann::json::parse(r->body));
+    EXPECT_EQ(answers["has"]["contains"], false);  // 7 -> 1 is archived with 7
+    EXPECT_EQ(answers["has"]["state"], "archived");
+    ws.close();
+
+    // Bad input is a 400 naming the field.
+    for (const auto& [body, field] : std::vector<std::pair<std::string, std::string>>{
+             {R"({"node_ids": []})", "node_ids"},
+             {R"({"node_ids": [-1]})", "node_ids[0]"},
+             {R"({"ids": [1]})", "body"},
+             {R"([1, 2])", "body"},
+             {"{", "body"}}) {
+        auto bad = http_post(port(), "/v1/graphs/follows/nodes/get", body);
+        ASSERT_TRUE(bad);
+        EXPECT_EQ(bad->status, 400) << body;
+        EXPECT_EQ(nlohmann::json::parse(bad->body)["field"], field) << body;
+    }
+    auto bad = http_get(port(), "/v1/graphs/follows/nodes/x7");
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->status, 400);
+    bad = http_get(port(), "/v1/graphs/follows/nodes/7?state=normal");
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->status, 400);
+    EXPECT_EQ(nlohmann::json::parse(bad->body)["field"], "state");
+}
+
+TEST_F(nodes_http, contains_is_true_for_normal_and_negative_edges_only) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    start("cairn_e2e_contains");
+    auto w = http_post(port(), "/v1/graphs/follows/edges?wait=applied",
+                       R"({"edges": [{"source_id": 1, "destination_id": 2}, {"source_id": 1, "destination_id": 3, "state": "negative"},)"
+                       R"({"source_id": 1, "destination_id": 4, "state": "removed"}, {"source_id": 1, "destination_id": 5, "state": "archived"}]})");
+    ASSERT_TRUE(w);
+    ASSERT_EQ(w->status, 202) << w->body;
+    const std::vector<std::tuple<int, bool, nlohmann::json>> expected{
+        {2, true, "normal"}, {3, true, "negative"}, {4, false, "removed"}, {5, false, "archived"}, {6, false, nullptr}};
+    for (const auto& [d, contains, state] : expected) {
+        auto c = get_json(fmt::format("/v1/graphs/follows/edges/1/{}/contains", d));
+        EXPECT_EQ(c["contains"], contains) << d;
+        EXPECT_EQ(c["state"], state) << d;
+        EXPECT_EQ(c["source_id"], 1);
+        EXPECT_EQ(c["destination_id"], d);
+    }
+    // The reverse direction is another edge.
+    EXPECT_EQ(get_json("/v1/graphs/follows/edges/2/1/contains")["contains"], false);
+    auto bad = http_get(port(), "/v1/graphs/follows/edges/1/x/contains");
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->status, 400);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Whole-node ops (issue 4) against real MariaDB: random edge ops and node ops (remove, archive,
 // unarchive), shuffled, duplicated and batch-split, applied to two shards, must leave exactly
-// the model's rows (effective state) and counts; and a node of 10,000 edges archived and
+// the model's rows (effective state) and counts, and every node's record (GET .../nodes/{id}:
+// known, registers, counts by direction and state) read from its shard must be the model's; and a node of 10,000 edges archived and
 // un-archived in chunks while edge writes race with it ends exact.
 #include <utility>
 
@@ -67,7 +68,39 @@ struct two_shards {
         }
         return actual;
     }
+    // The records of nodes 0..ids-1 of a graph, each read from its own shard.
+    std::optional<std::vector<shards::node_record>> node_records(const std::string& graph, std::int64_t ids) {
+        std::vector<shards::node_record> out(static_cast<std::size_t>(ids));
+        for (std::uint32_t s = 0; s < 2; ++s) {
+            std::vector<std::int64_t> mine;
+            for (std::int64_t n = 0; n < ids; ++n) {
+                if (map.shard_of_id(n) == s) mine.push_back(n);
+            }
+            auto r = test::run_on(ioc, shards::async_node_records(*conns[s], graph, std::span<const std::int64_t>(mine)));
+            if (!r) return std::nullopt;
+            for (std::size_t i = 0; i < mine.size(); ++i) out[static_cast<std::size_t>(mine[i])] = r.value()[i];
+        }
+        return out;
+    }
 };
+
+// What the model says GET .../nodes/{id} must show.
+shards::node_record expected_record(const test::edge_model& m, const std::string& graph, std::int64_t n) {
+    shards::node_record rec;
+    if (auto it = m.registers.find({graph, n}); it != m.registers.end()) {
+        rec.known = true;
+        rec.registers = it->second;
+    }
+    for (const auto& [k, row] : m.rows) {
+        if (std::get<0>(k) == graph && std::get<1>(k) == n) rec.known = true;
+    }
+    for (int d = 0; d < 2; ++d) {
+        for (int st = 0; st < 4; ++st) {
+            if (auto it = m.counts.find({graph, n, d, st}); it != m.counts.end()) rec.counts[d][st] = it->second;
+        }
+    }
+    return rec;
+}
 
 TEST(node_ops, edge_and_node_ops_converge_on_two_shards_to_the_model) {
     CAIRN_REQUIRE_SHARDS(2u);
@@ -91,6 +124,17 @@ TEST(node_ops, edge_and_node_ops_converge_on_two_shards_to_the_model) {
         RC_ASSERT(actual.has_value());
         RC_ASSERT(actual->rows == model.rows);
         RC_ASSERT(actual->counts == model.counts);
+        for (const std::string graph : {"follows", "blocks"}) {
+            const auto records = t.node_records(graph, 6);
+            RC_ASSERT(records.has_value());
+            for (std::int64_t n = 0; n < 6; ++n) {
+                const auto want = expected_record(model, graph, n);
+                const auto& got = (*records)[static_cast<std::size_t>(n)];
+                RC_ASSERT(got.known == want.known);
+                RC_ASSERT(got.registers == want.registers);
+                RC_ASSERT(got.counts == want.counts);
+            }
+        }
     });
     EXPECT_TRUE(ok);
 }

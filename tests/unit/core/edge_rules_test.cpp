@@ -134,4 +134,27 @@ RC_GTEST_PROP(edge_rules, node_ops_converge_under_reordering_and_duplication, ()
 }
 
 }  // namespace
+TEST(node_status, the_latest_node_action_decides_and_a_remove_wins_a_tie) {
+    EXPECT_EQ(node_status_of({}), (node_status{edge_state::normal, 0}));
+    node_registers r;
+    r = node_merge(r, node_action::archive, 100);
+    EXPECT_EQ(node_status_of(r), (node_status{edge_state::archived, 100}));
+    r = node_merge(r, node_action::unarchive, 200);
+    EXPECT_EQ(node_status_of(r), (node_status{edge_state::normal, 200}));
+    r = node_merge(r, node_action::remove, 150);  // older than the unarchive
+    EXPECT_EQ(node_status_of(r), (node_status{edge_state::normal, 200}));
+    r = node_merge(r, node_action::remove, 200);  // a tie: the remove
+    EXPECT_EQ(node_status_of(r), (node_status{edge_state::removed, 200}));
+    r = node_merge(r, node_action::archive, 300);
+    EXPECT_EQ(node_status_of(r), (node_status{edge_state::archived, 300}));
+    // Any order of the same actions gives the same status.
+    node_registers q;
+    for (const auto& [a, ts] : std::vector<std::pair<node_action, std::uint64_t>>{
+             {node_action::archive, 300}, {node_action::remove, 200}, {node_action::unarchive, 200},
+             {node_action::remove, 150}, {node_action::archive, 100}}) {
+        q = node_merge(q, a, ts);
+    }
+    EXPECT_EQ(node_status_of(q), node_status_of(r));
+}
+
 }  // namespace cairn::core
