@@ -54,6 +54,39 @@ edge_row edge_merge(const std::optional<edge_row>& current, const edge_op& o, st
     return row;
 }
 
+std::vector<edge_state> edge_state_set::list() const {
+    std::vector<edge_state> out;
+    for (unsigned s = 0; s < 4; ++s) {
+        if ((bits_ >> s) & 1u) out.push_back(static_cast<edge_state>(s));
+    }
+    return out;
+}
+
+std::string edge_state_set::names() const {
+    std::string out;
+    for (const auto s : list()) {
+        if (!out.empty()) out += ',';
+        out += edge_state_name(s);
+    }
+    return out;
+}
+
+std::optional<edge_state_set> edge_state_set_from_names(std::string_view names) noexcept {
+    std::optional<edge_state_set> out;
+    for (;;) {
+        const auto comma = names.find(',');
+        const auto st = edge_state_from_name(names.substr(0, comma));
+        if (!st) return std::nullopt;
+        if (out) {
+            out->add(*st);
+        } else {
+            out = edge_state_set(*st);
+        }
+        if (comma == std::string_view::npos) return out;
+        names.remove_prefix(comma + 1);
+    }
+}
+
 node_registers node_merge(node_registers current, node_action action, std::uint64_t ts) noexcept {
     if (action == node_action::remove) {
         current.removed_ts = std::max(current.removed_ts, ts);

@@ -9,8 +9,11 @@
 
 #include "core/op.hpp"
 
+#include <bit>
 #include <cstdint>
 #include <optional>
+#include <vector>
+#include <string>
 #include <string_view>
 
 namespace cairn::core {
@@ -28,6 +31,28 @@ struct edge_row {
 int edge_state_rank(edge_state s) noexcept;
 std::string_view edge_state_name(edge_state s) noexcept;
 std::optional<edge_state> edge_state_from_name(std::string_view name) noexcept;
+
+// A set of edge states, for pages over several at once (e.g. normal and archived together).
+// Converts implicitly from one state, so a single-state page is written as before.
+class edge_state_set {
+public:
+    edge_state_set() = default;                                                      // {normal}
+    edge_state_set(edge_state s) noexcept : bits_(static_cast<std::uint8_t>(1u << static_cast<unsigned>(s))) {}  // NOLINT
+    bool contains(edge_state s) const noexcept { return (bits_ >> static_cast<unsigned>(s)) & 1u; }
+    void add(edge_state s) noexcept { bits_ = static_cast<std::uint8_t>(bits_ | (1u << static_cast<unsigned>(s))); }
+    // The states, in code order (normal, removed, archived, negative).
+    std::vector<edge_state> list() const;
+    std::size_t size() const noexcept { return static_cast<std::size_t>(std::popcount(bits_)); }
+    // "normal" or "normal,archived": the names in code order, comma-separated.
+    std::string names() const;
+    friend bool operator==(const edge_state_set&, const edge_state_set&) = default;
+
+private:
+    std::uint8_t bits_ = 1;
+};
+
+// Parses "archived" or "normal,archived" (names, comma-separated, any order, repeats allowed).
+std::optional<edge_state_set> edge_state_set_from_names(std::string_view names) noexcept;
 std::optional<edge_state> edge_state_from_code(std::uint64_t code) noexcept;
 
 // The row after applying o (stamped ts) to current (nullopt: no row yet).

@@ -49,7 +49,7 @@ struct node_query {
     std::string graph;
     std::int64_t node_id = 0;
     shards::edge_direction direction = shards::edge_direction::forward;
-    core::edge_state state = core::edge_state::normal;
+    core::edge_state_set states = core::edge_state::normal;  // one, unless the route takes several
     detail::wait_params wait;
     id_format ids = id_format::number;
 };
@@ -60,7 +60,7 @@ std::string_view direction_name(shards::edge_direction d) {
 
 // Parses the path and the parameters every node route has; a response is a 400 problem.
 std::variant<node_query, response> parse_node_query(gateway& gw, route_context& ctx,
-                                                    std::span<const std::string_view> known) {
+                                                    std::span<const std::string_view> known, bool several_states) {
     const auto& req = ctx.req;
     node_query q;
     q.graph = std::string(ctx.params.get("graph").value_or(""));
@@ -81,9 +81,14 @@ std::variant<node_query, response> parse_node_query(gateway& gw, route_context& 
         }
     }
     if (auto s = ctx.query_param("state")) {
-        auto st = core::edge_state_from_name(*s);
-        if (!st) return bad_field(req, "state", "must be one of \"normal\", \"removed\", \"archived\", \"negative\"");
-        q.state = *st;
+        auto st = core::edge_state_set_from_names(*s);
+        if (!st || (!several_states && st->size() != 1)) {
+            return bad_field(req, "state",
+                             several_states ? "must be one or more of \"normal\", \"removed\", \"archived\", \"negative\", "
+                                              "comma-separated (e.g. normal,archived)"
+                                            : "must be one of \"normal\", \"removed\", \"archived\", \"negative\"");
+        }
+        q.states = *st;
     }
     auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
     if (auto* e = std::get_if<input_error>(&w)) return bad_field(req, e->field, e->detail);
@@ -96,7 +101,7 @@ std::variant<node_query, response> parse_node_query(gateway& gw, route_context& 
 
 // What a page's cursors are bound to: a cursor of another node, graph, direction or state is refused.
 std::string page_scope(const node_query& q) {
-    return fmt::format("page|{}|{}|{}|{}", q.graph, q.node_id, direction_name(q.direction), core::edge_state_name(q.state));
+    return fmt::format("page|{}|{}|{}|{}", q.graph, q.node_id, direction_name(q.direction), q.states.names());
 }
 
 std::string cursor_json(const std::optional<core::page_cursor>& c, std::string_view scope) {
@@ -108,7 +113,7 @@ std::string cursor_json(const std::optional<core::page_cursor>& c, std::string_v
 // .../edges/among, among = true: the ids come in the body and are part of the cursor's scope).
 asio::awaitable<response> async_page(gateway& gw, route_context& ctx, bool among) {
     const auto& req = ctx.req;
-    auto parsed = parse_node_query(gw, ctx, page_params);
+    auto parsed = parse_node_query(gw, ctx, page_params, true);
     if (auto* res = std::get_if<response>(&parsed)) co_return std::move(*res);
     auto& q = std::get<node_query>(parsed);
     std::string scope = page_scope(q);
@@ -127,7 +132,7 @@ asio::awaitable<response> async_page(gateway& gw, route_context& ctx, bool among
     page_req.graph = q.graph;
     page_req.node_id = q.node_id;
     page_req.direction = q.direction;
-    page_req.state = q.state;
+    page_req.states = q.states;
     page_req.limit = std::min(page_limit_default, gw.lim.page_limit_max);
     if (auto l = ctx.query_param("limit")) {
         auto v = detail::parse_uint(*l, 1, gw.lim.page_limit_max);
@@ -152,7 +157,7 @@ asio::awaitable<response> async_page(gateway& gw, route_context& ctx, bool among
         fmt::format_to(std::back_inserter(body), R"({{"graph":"{}","node_id":)", q.graph);
         append_int64(body, q.node_id, q.ids);
         fmt::format_to(std::back_inserter(body), R"(,"direction":"{}","state":"{}","edges":[)",
-                       direction_name(q.direction), core::edge_state_name(q.state));
+                       direction_name(q.direction), q.states.names());
         bool first = true;
         for (const auto& e : page.edges) {
             if (!first) body += ',';
@@ -168,7 +173,7 @@ asio::awaitable<response> async_page(gateway& gw, route_context& ctx, bool among
 
 asio::awaitable<response> async_get_count(gateway& gw, route_context& ctx) {
     const auto& req = ctx.req;
-    auto parsed = parse_node_query(gw, ctx, count_params);
+    auto parsed = parse_node_query(gw, ctx, count_params, false);
     if (auto* res = std::get_if<response>(&parsed)) co_return std::move(*res);
     auto& q = std::get<node_query>(parsed);
     const core::shard_index shard = gw.map.shard_of_id(q.node_id);
@@ -178,12 +183,13 @@ asio::awaitable<response> async_get_count(gateway& gw, route_context& ctx) {
     }
     // Concurrent counts on one shard share one query (shards/point_batcher.hpp); a hot node's
     // count, read by many clients at once, is looked up once per query.
-    auto r = co_await gw.shards.at(shard).edge_counts().async_get(q.graph, shards::node_count_key{q.node_id, q.direction, q.state});
+    const core::edge_state state = q.states.list().front();
+    auto r = co_await gw.shards.at(shard).edge_counts().async_get(q.graph, shards::node_count_key{q.node_id, q.direction, state});
     if (!r) co_return detail::shard_problem(req, r.error());
     std::string body = fmt::format(R"({{"graph":"{}","node_id":)", q.graph);
     append_int64(body, q.node_id, q.ids);
     fmt::format_to(std::back_inserter(body), R"(,"direction":"{}","state":"{}","count":{}}})",
-                   direction_name(q.direction), core::edge_state_name(q.state), r.value());
+                   direction_name(q.direction), core::edge_state_name(state), r.value());
     co_return json_response(http::status::ok, std::move(body), req);
 }
 

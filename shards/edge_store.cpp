@@ -605,39 +605,71 @@ asio::awaitable<core::result<std::optional<stored_edge>>> async_get_edge(mariadb
 page_statement page_edges_statement(const edge_page_request& req) {
     CAIRN_ASSERT(req.limit >= 1);
     CAIRN_ASSERT(core::valid_graph_name(req.graph));
-    page_statement st;
     CAIRN_ASSERT(req.other_ids.size() <= page_other_ids_max);
-    st.sql = "SELECT ";
-    st.sql += row_columns;
-    // FORCE INDEX: on a small or skewed table the optimizer may prefer the primary key and a
-    // filesort; a page must stay one range read of by_position whatever the statistics say.
-    // Among given other ends it is the other way round: one primary-key lookup per id.
-    st.sql += req.other_ids.empty() ? " FROM edges FORCE INDEX (by_position)" : " FROM edges FORCE INDEX (PRIMARY)";
-    st.sql += " WHERE graph = ? AND node_id = ? AND direction = ? AND state = ?";
-    st.params = {std::string_view(req.graph), req.node_id, std::int64_t{static_cast<int>(req.direction)},
-                 std::int64_t{static_cast<int>(req.state)}};
-    if (!req.other_ids.empty()) {
-        std::size_t n = 1;
-        while (n < req.other_ids.size()) n *= 2;
-        st.sql += " AND other_id IN (";
-        for (std::size_t i = 0; i < n; ++i) {
-            st.sql += i ? ",?" : "?";
-            st.params.emplace_back(req.other_ids[std::min(i, req.other_ids.size() - 1)]);
-        }
-        st.sql += ')';
-    }
-    // The OR form, not a row comparison: MariaDB turns it into a range on all six key parts,
-    // while (position, other_id) < (p, o) only uses the four equalities.
+    page_statement st;
+    const auto states = req.states.list();
+    CAIRN_ASSERT(!states.empty());
     const bool backwards = req.cursor && req.cursor->which == core::page_cursor::kind::previous;
-    if (req.cursor) {
-        st.sql += backwards ? " AND (position > ? OR (position = ? AND other_id > ?))"
-                            : " AND (position < ? OR (position = ? AND other_id < ?))";
-        st.params.emplace_back(req.cursor->position);
-        st.params.emplace_back(req.cursor->position);
-        st.params.emplace_back(req.cursor->other_id);
-    }
     // A previous page reads upwards from its cursor; the caller reverses the rows.
-    st.sql += backwards ? " ORDER BY position ASC, other_id ASC LIMIT ?" : " ORDER BY position DESC, other_id DESC LIMIT ?";
+    const std::string_view order = backwards ? " ORDER BY position ASC, other_id ASC LIMIT ?" : " ORDER BY position DESC, other_id DESC LIMIT ?";
+    // The WHERE of one range read: the node, direction and state(s), the ids, the cursor.
+    const auto where = [&](std::string& sql, std::span<const core::edge_state> in_states) {
+        sql += " WHERE graph = ? AND node_id = ? AND direction = ? AND state ";
+        st.params.emplace_back(std::string_view(req.graph));
+        st.params.emplace_back(req.node_id);
+        st.params.emplace_back(std::int64_t{static_cast<int>(req.direction)});
+        if (in_states.size() == 1) {
+            sql += "= ?";
+        } else {
+            sql += "IN (";
+            for (std::size_t i = 0; i < in_states.size(); ++i) sql += i ? ",?" : "?";
+            sql += ')';
+        }
+        for (const auto s : in_states) st.params.emplace_back(std::int64_t{static_cast<int>(s)});
+        if (!req.other_ids.empty()) {
+            std::size_t n = 1;
+            while (n < req.other_ids.size()) n *= 2;
+            sql += " AND other_id IN (";
+            for (std::size_t i = 0; i < n; ++i) {
+                sql += i ? ",?" : "?";
+                st.params.emplace_back(req.other_ids[std::min(i, req.other_ids.size() - 1)]);
+            }
+            sql += ')';
+        }
+        // The OR form, not a row comparison: MariaDB turns it into a range on all six key parts,
+        // while (position, other_id) < (p, o) only uses the four equalities.
+        if (req.cursor) {
+            sql += backwards ? " AND (position > ? OR (position = ? AND other_id > ?))"
+                             : " AND (position < ? OR (position = ? AND other_id < ?))";
+            st.params.emplace_back(req.cursor->position);
+            st.params.emplace_back(req.cursor->position);
+            st.params.emplace_back(req.cursor->other_id);
+        }
+    };
+    if (states.size() == 1 || !req.other_ids.empty()) {
+        st.sql = "SELECT ";
+        st.sql += row_columns;
+        // FORCE INDEX: on a small or skewed table the optimizer may prefer the primary key and a
+        // filesort; a page must stay one range read of by_position whatever the statistics say.
+        // Among given other ends it is the other way round: one primary-key lookup per id (any
+        // number of states is then a filter on the looked-up rows).
+        st.sql += req.other_ids.empty() ? " FROM edges FORCE INDEX (by_position)" : " FROM edges FORCE INDEX (PRIMARY)";
+        where(st.sql, states);
+    } else {
+        // Several states: by_position orders each state's rows apart, so one range read per
+        // state, each cut at limit + 1 rows, merged by the outer ORDER BY: at most
+        // states * (limit + 1) rows read, however many edges the node has.
+        for (std::size_t i = 0; i < states.size(); ++i) {
+            st.sql += i ? " UNION ALL (SELECT " : "(SELECT ";
+            st.sql += row_columns;
+            st.sql += " FROM edges FORCE INDEX (by_position)";
+            where(st.sql, std::span<const core::edge_state>(&states[i], 1));
+            st.sql += order;
+            st.sql += ')';
+            st.params.emplace_back(static_cast<std::uint64_t>(req.limit + 1));
+        }
+    }
+    st.sql += order;
     st.params.emplace_back(static_cast<std::uint64_t>(req.limit + 1));
     return st;
 }

@@ -80,7 +80,9 @@ struct edge_page_request {
     std::string graph;
     std::int64_t node_id = 0;
     edge_direction direction = edge_direction::forward;
-    core::edge_state state = core::edge_state::normal;
+    // One state, or several: a page over several states merges them in position order (one
+    // range read of by_position per state, each at most limit + 1 rows).
+    core::edge_state_set states = core::edge_state::normal;
     std::size_t limit = 100;
     std::optional<core::page_cursor> cursor;
     // Empty: every edge of the node in state. Else only the edges whose other end is one of these

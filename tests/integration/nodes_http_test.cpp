@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 
 namespace cairn::test {
 namespace {
@@ -162,6 +163,22 @@ TEST_F(nodes_http, a_node_record_shows_its_state_the_time_of_its_last_action_and
     EXPECT_EQ(n["forward"]["counts"]["archived"], 2);
     EXPECT_EQ(n["forward"]["counts"]["negative"], 1);
     EXPECT_EQ(n["backward"]["counts"]["archived"], 1);
+
+    // A page over several states merges them in position order; a count takes one state.
+    auto page = get_json("/v1/graphs/follows/nodes/7/edges?state=negative,archived&limit=2");
+    EXPECT_EQ(page["state"], "archived,negative");
+    ASSERT_EQ(page["edges"].size(), 2u);
+    auto rest = get_json("/v1/graphs/follows/nodes/7/edges?state=negative,archived&limit=2&cursor=" +
+                         page["next_cursor"].get<std::string>());
+    ASSERT_EQ(rest["edges"].size(), 1u);
+    std::set<std::int64_t> seen;
+    for (const auto* p : {&page, &rest}) {
+        for (const auto& e : (*p)["edges"]) seen.insert(e["destination_id"].get<std::int64_t>());
+    }
+    EXPECT_EQ(seen, (std::set<std::int64_t>{1, 2, 3}));
+    auto bad_count = http_get(port(), "/v1/graphs/follows/nodes/7/count?state=normal,archived");
+    ASSERT_TRUE(bad_count);
+    EXPECT_EQ(bad_count->status, 400);
 
     // A node known only through a node action (no edges) is known; a remove later than the
     // unarchive makes it removed; a remove's tie with an archive is a remove.

@@ -201,6 +201,73 @@ TEST(edge_reads, pages_counts_and_multi_get_equal_the_model) {
                         RC_ASSERT(counts.value()[0] == (it == model.counts.end() ? 0 : it->second));
                         RC_ASSERT(counts.value()[0] == static_cast<std::int64_t>(expected.size()));
                     }
+
+                    // Several states at once (issue 17): a random set of two to four states,
+                    // walked forward and back with random limits, is the model's rows in any of
+                    // them, merged in page order; among given other ends too.
+                    {
+                        // Two distinct states (rapidcheck's small first sizes give equal draws),
+                        // then each other one or not.
+                        const int first = *rc::gen::inRange(0, 4);
+                        core::edge_state_set states = static_cast<core::edge_state>(first);
+                        states.add(static_cast<core::edge_state>((first + *rc::gen::inRange(1, 4)) % 4));
+                        for (int st = 0; st < 4; ++st) {
+                            if (*rc::gen::arbitrary<bool>()) states.add(static_cast<core::edge_state>(st));
+                        }
+                        RC_ASSERT(states.size() >= 2u);
+                        std::vector<shards::stored_edge> expected;
+                        for (const auto st : states.list()) {
+                            const auto part = model_list(model, graph, node, dir, st);
+                            expected.insert(expected.end(), part.begin(), part.end());
+                        }
+                        std::sort(expected.begin(), expected.end(), [](const auto& a, const auto& b) {
+                            return std::pair{a.row.position, a.key.other_id} > std::pair{b.row.position, b.key.other_id};
+                        });
+                        shards::edge_page_request req{graph, node, dir, states, 1, std::nullopt, {}};
+                        std::vector<shards::stored_edge> walked;
+                        shards::edge_page page;
+                        for (int pages = 0;; ++pages) {
+                            RC_ASSERT(pages <= 100);
+                            req.limit = *rc::gen::inRange<std::size_t>(1, 5);
+                            page = fx.page(req);
+                            walked.insert(walked.end(), page.edges.begin(), page.edges.end());
+                            if (!page.next) break;
+                            RC_ASSERT(page.edges.size() == req.limit);
+                            req.cursor = page.next;
+                        }
+                        RC_ASSERT(walked == expected);
+                        std::vector<shards::stored_edge> back = page.edges;
+                        for (auto cursor = page.previous; cursor;) {
+                            req.cursor = cursor;
+                            req.limit = *rc::gen::inRange<std::size_t>(1, 5);
+                            const auto prev = fx.page(req);
+                            back.insert(back.begin(), prev.edges.begin(), prev.edges.end());
+                            cursor = prev.previous;
+                            RC_ASSERT(back.size() <= expected.size());
+                        }
+                        RC_ASSERT(back == expected);
+
+                        auto among = req;
+                        among.cursor.reset();
+                        among.other_ids = *rc::gen::nonEmpty(rc::gen::container<std::vector<std::int64_t>>(
+                            rc::gen::inRange<std::int64_t>(0, ids + 2)));
+                        std::vector<shards::stored_edge> want;
+                        for (const auto& e : expected) {
+                            if (std::find(among.other_ids.begin(), among.other_ids.end(), e.key.other_id) != among.other_ids.end()) {
+                                want.push_back(e);
+                            }
+                        }
+                        std::vector<shards::stored_edge> got_among;
+                        for (int pages = 0;; ++pages) {
+                            RC_ASSERT(pages <= 100);
+                            among.limit = *rc::gen::inRange<std::size_t>(1, 5);
+                            const auto p = fx.page(among);
+                            got_among.insert(got_among.end(), p.edges.begin(), p.edges.end());
+                            if (!p.next) break;
+                            among.cursor = p.next;
+                        }
+                        RC_ASSERT(got_among == want);
+                    }
                 }
             }
             // Multi-get: random keys (repeats included), each asked of its source's shard.

@@ -157,4 +157,18 @@ TEST(node_status, the_latest_node_action_decides_and_a_remove_wins_a_tie) {
     EXPECT_EQ(node_status_of(q), node_status_of(r));
 }
 
+TEST(edge_state_set, parses_names_in_any_order_and_prints_them_in_code_order) {
+    const auto s = edge_state_set_from_names("negative,archived,negative");
+    ASSERT_TRUE(s.has_value());
+    EXPECT_EQ(s->names(), "archived,negative");
+    EXPECT_EQ(s->size(), 2u);
+    EXPECT_TRUE(s->contains(edge_state::archived));
+    EXPECT_FALSE(s->contains(edge_state::normal));
+    EXPECT_EQ(edge_state_set().names(), "normal");
+    EXPECT_EQ(edge_state_set(edge_state::removed).names(), "removed");
+    for (const char* bad : {"", ",", "normal,", "normal,,archived", "Normal", "all"}) {
+        EXPECT_FALSE(edge_state_set_from_names(bad).has_value()) << bad;
+    }
+}
+
 }  // namespace cairn::core
