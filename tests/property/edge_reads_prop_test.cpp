@@ -29,13 +29,13 @@ using kind = core::page_cursor::kind;
 const std::string db = "cairn_prop_reads";
 constexpr std::int64_t ids = 9;  // node ids 0..9: lists long enough for several pages
 
-// The model's list for one (graph, node, direction, state), in page order.
+// The model's list for one (graph, node, direction) in any of the states, in page order.
 std::vector<shards::stored_edge> model_list(const test::edge_model& m, const std::string& graph, std::int64_t node,
-                                            shards::edge_direction dir, core::edge_state state) {
+                                            shards::edge_direction dir, core::edge_state_set states) {
     std::vector<shards::stored_edge> out;
     for (const auto& [k, row] : m.rows) {
         const auto& [g, n, d, other] = k;
-        if (g != graph || n != node || d != static_cast<int>(dir) || row.state != state) continue;
+        if (g != graph || n != node || d != static_cast<int>(dir) || !states.contains(row.state)) continue;
         out.push_back({{g, n, dir, other}, row});
     }
     std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
@@ -67,6 +67,63 @@ struct reads_fixture {
         return std::move(r.value());
     }
 };
+
+// Walks pages forward from the newest edge to the end, then backward from the last page to the
+// first, with random limits: each way must give exactly expected.
+void walk_both_ways(reads_fixture& fx, shards::edge_page_request req, const std::vector<shards::stored_edge>& expected) {
+    // Forward: from the newest edge to the end.
+    std::vector<shards::stored_edge> walked;
+    shards::edge_page page;
+    for (int pages = 0;; ++pages) {
+        RC_ASSERT(pages <= 100);
+        req.limit = *rc::gen::inRange<std::size_t>(1, 5);
+        page = fx.page(req);
+        RC_ASSERT(page.edges.size() <= req.limit);
+        RC_ASSERT(page.previous.has_value() == (req.cursor.has_value() && !expected.empty()));
+        walked.insert(walked.end(), page.edges.begin(), page.edges.end());
+        if (!page.next) break;
+        RC_ASSERT(page.edges.size() == req.limit);  // only the last page may be short
+        req.cursor = page.next;
+    }
+    RC_ASSERT(walked == expected);
+
+    // Backward: from the last page to the first, with other limits.
+    std::vector<shards::stored_edge> back = page.edges;
+    auto cursor = page.previous;
+    for (int pages = 0; cursor; ++pages) {
+        RC_ASSERT(pages <= 100);
+        req.cursor = cursor;
+        req.limit = *rc::gen::inRange<std::size_t>(1, 5);
+        const auto prev = fx.page(req);
+        RC_ASSERT(prev.edges.size() <= req.limit);
+        RC_ASSERT(prev.next.has_value());
+        back.insert(back.begin(), prev.edges.begin(), prev.edges.end());
+        if (prev.previous) RC_ASSERT(prev.edges.size() == req.limit);
+        cursor = prev.previous;
+    }
+    RC_ASSERT(back == expected);
+}
+
+// Among random other ends (repeats and ids without an edge included), walked with random limits:
+// the expected rows whose other end is listed, in the same order, page by page.
+void check_among(reads_fixture& fx, shards::edge_page_request among, const std::vector<shards::stored_edge>& expected) {
+    among.cursor.reset();
+    among.other_ids = *rc::gen::nonEmpty(rc::gen::container<std::vector<std::int64_t>>(rc::gen::inRange<std::int64_t>(0, ids + 2)));
+    std::vector<shards::stored_edge> want;
+    for (const auto& e : expected) {
+        if (std::find(among.other_ids.begin(), among.other_ids.end(), e.key.other_id) != among.other_ids.end()) want.push_back(e);
+    }
+    std::vector<shards::stored_edge> got;
+    for (int pages = 0;; ++pages) {
+        RC_ASSERT(pages <= 100);
+        among.limit = *rc::gen::inRange<std::size_t>(1, 5);
+        const auto p = fx.page(among);
+        got.insert(got.end(), p.edges.begin(), p.edges.end());
+        if (!p.next) break;
+        among.cursor = p.next;
+    }
+    RC_ASSERT(got == want);
+}
 
 TEST(edge_reads, pages_counts_and_multi_get_equal_the_model) {
     CAIRN_REQUIRE_SHARDS(2u);
@@ -106,63 +163,11 @@ TEST(edge_reads, pages_counts_and_multi_get_equal_the_model) {
                         const auto expected = model_list(model, graph, node, dir, state);
                         shards::edge_page_request req{graph, node, dir, state, 1, std::nullopt, {}};
 
-                        // Forward: from the newest edge to the end.
-                        std::vector<shards::stored_edge> walked;
-                        shards::edge_page page;
-                        for (int pages = 0;; ++pages) {
-                            RC_ASSERT(pages <= 100);
-                            req.limit = *rc::gen::inRange<std::size_t>(1, 5);
-                            page = fx.page(req);
-                            RC_ASSERT(page.edges.size() <= req.limit);
-                            RC_ASSERT(page.previous.has_value() == (req.cursor.has_value() && !expected.empty()));
-                            walked.insert(walked.end(), page.edges.begin(), page.edges.end());
-                            if (!page.next) break;
-                            RC_ASSERT(page.edges.size() == req.limit);  // only the last page may be short
-                            req.cursor = page.next;
-                        }
-                        RC_ASSERT(walked == expected);
-
-                        // Backward: from the last page to the first, with other limits.
-                        std::vector<shards::stored_edge> back = page.edges;
-                        auto cursor = page.previous;
-                        for (int pages = 0; cursor; ++pages) {
-                            RC_ASSERT(pages <= 100);
-                            req.cursor = cursor;
-                            req.limit = *rc::gen::inRange<std::size_t>(1, 5);
-                            const auto prev = fx.page(req);
-                            RC_ASSERT(prev.edges.size() <= req.limit);
-                            RC_ASSERT(prev.next.has_value());
-                            back.insert(back.begin(), prev.edges.begin(), prev.edges.end());
-                            if (prev.previous) RC_ASSERT(prev.edges.size() == req.limit);
-                            cursor = prev.previous;
-                        }
-                        RC_ASSERT(back == expected);
+                        walk_both_ways(fx, req, expected);
 
                         // Among given other ends (repeats and ids without an edge included): the
                         // model's rows whose other end is listed, in the same order, page by page.
-                        {
-                            auto among = req;
-                            among.cursor.reset();
-                            among.other_ids = *rc::gen::nonEmpty(rc::gen::container<std::vector<std::int64_t>>(
-                                rc::gen::inRange<std::int64_t>(0, ids + 2)));
-                            std::vector<shards::stored_edge> want;
-                            for (const auto& e : expected) {
-                                if (std::find(among.other_ids.begin(), among.other_ids.end(), e.key.other_id) !=
-                                    among.other_ids.end()) {
-                                    want.push_back(e);
-                                }
-                            }
-                            std::vector<shards::stored_edge> got_among;
-                            for (int pages = 0;; ++pages) {
-                                RC_ASSERT(pages <= 100);
-                                among.limit = *rc::gen::inRange<std::size_t>(1, 5);
-                                const auto p = fx.page(among);
-                                got_among.insert(got_among.end(), p.edges.begin(), p.edges.end());
-                                if (!p.next) break;
-                                among.cursor = p.next;
-                            }
-                            RC_ASSERT(got_among == want);
-                        }
+                        check_among(fx, req, expected);
 
                         // Any cursor, even one no page made: exactly the model's rows beyond it.
                         const core::page_cursor c{*rc::gen::element(kind::next, kind::previous),
@@ -215,58 +220,10 @@ TEST(edge_reads, pages_counts_and_multi_get_equal_the_model) {
                             if (*rc::gen::arbitrary<bool>()) states.add(static_cast<core::edge_state>(st));
                         }
                         RC_ASSERT(states.size() >= 2u);
-                        std::vector<shards::stored_edge> expected;
-                        for (const auto st : states.list()) {
-                            const auto part = model_list(model, graph, node, dir, st);
-                            expected.insert(expected.end(), part.begin(), part.end());
-                        }
-                        std::sort(expected.begin(), expected.end(), [](const auto& a, const auto& b) {
-                            return std::pair{a.row.position, a.key.other_id} > std::pair{b.row.position, b.key.other_id};
-                        });
+                        const auto expected = model_list(model, graph, node, dir, states);
                         shards::edge_page_request req{graph, node, dir, states, 1, std::nullopt, {}};
-                        std::vector<shards::stored_edge> walked;
-                        shards::edge_page page;
-                        for (int pages = 0;; ++pages) {
-                            RC_ASSERT(pages <= 100);
-                            req.limit = *rc::gen::inRange<std::size_t>(1, 5);
-                            page = fx.page(req);
-                            walked.insert(walked.end(), page.edges.begin(), page.edges.end());
-                            if (!page.next) break;
-                            RC_ASSERT(page.edges.size() == req.limit);
-                            req.cursor = page.next;
-                        }
-                        RC_ASSERT(walked == expected);
-                        std::vector<shards::stored_edge> back = page.edges;
-                        for (auto cursor = page.previous; cursor;) {
-                            req.cursor = cursor;
-                            req.limit = *rc::gen::inRange<std::size_t>(1, 5);
-                            const auto prev = fx.page(req);
-                            back.insert(back.begin(), prev.edges.begin(), prev.edges.end());
-                            cursor = prev.previous;
-                            RC_ASSERT(back.size() <= expected.size());
-                        }
-                        RC_ASSERT(back == expected);
-
-                        auto among = req;
-                        among.cursor.reset();
-                        among.other_ids = *rc::gen::nonEmpty(rc::gen::container<std::vector<std::int64_t>>(
-                            rc::gen::inRange<std::int64_t>(0, ids + 2)));
-                        std::vector<shards::stored_edge> want;
-                        for (const auto& e : expected) {
-                            if (std::find(among.other_ids.begin(), among.other_ids.end(), e.key.other_id) != among.other_ids.end()) {
-                                want.push_back(e);
-                            }
-                        }
-                        std::vector<shards::stored_edge> got_among;
-                        for (int pages = 0;; ++pages) {
-                            RC_ASSERT(pages <= 100);
-                            among.limit = *rc::gen::inRange<std::size_t>(1, 5);
-                            const auto p = fx.page(among);
-                            got_among.insert(got_among.end(), p.edges.begin(), p.edges.end());
-                            if (!p.next) break;
-                            among.cursor = p.next;
-                        }
-                        RC_ASSERT(got_among == want);
+                        walk_both_ways(fx, req, expected);
+                        check_among(fx, req, expected);
                     }
                 }
             }

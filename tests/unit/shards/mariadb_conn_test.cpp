@@ -149,18 +149,20 @@ TEST(mariadb_conn, query_on_a_never_connected_conn_is_unavailable) {
     }());
 }
 
+// Parameters of a port nobody listens on (bound, then let go): a connect is refused at once.
+conn_params closed_port_params(const asio::any_io_executor& ex) {
+    conn_params p;
+    asio::ip::tcp::acceptor a(ex, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    p.port = a.local_endpoint().port();
+    p.user = "cairn";
+    p.connect_timeout = 2000ms;
+    return p;
+}
+
 TEST(mariadb_conn, connect_to_a_closed_port_is_unavailable_quickly) {
     run([]() -> asio::awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
-        conn_params p;
-        {
-            // A port nobody listens on: bind one, then let it go.
-            asio::ip::tcp::acceptor a(ex, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-            p.port = a.local_endpoint().port();
-        }
-        p.user = "cairn";
-        p.connect_timeout = 2000ms;
-        mariadb_conn c(ex, p);
+        mariadb_conn c(ex, closed_port_params(ex));
         const auto t0 = clock_type::now();
         auto r = co_await c.async_connect();
         const auto took = clock_type::now() - t0;
@@ -222,14 +224,7 @@ TEST(DISABLED_mariadb_conn_fdsteal, child) {
     ASSERT_NE(victim_state, nullptr);
     run([&]() -> asio::awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
-        conn_params p;
-        {
-            asio::ip::tcp::acceptor a(ex, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-            p.port = a.local_endpoint().port();
-        }
-        p.user = "cairn";
-        p.connect_timeout = 2000ms;
-        mariadb_conn c(ex, p);
+        mariadb_conn c(ex, closed_port_params(ex));
         arm();
         auto r = co_await c.async_connect();
         CO_REQUIRE(!r);
