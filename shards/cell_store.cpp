@@ -51,7 +51,10 @@ stored_cell parse_cell(const rows& r, std::size_t i) {
 
 asio::awaitable<core::result<std::vector<stored_cell>>> async_cells_of(mariadb_conn& conn, const std::string& sql) {
     auto r = co_await conn.async_query(sql);
-    if (!r) co_return r.error();
+    if (!r) {
+        if (tables_missing(conn)) co_return std::vector<stored_cell>{};  // nothing applied yet
+        co_return r.error();
+    }
     std::vector<stored_cell> out;
     out.reserve(r.value().size());
     for (std::size_t i = 0; i < r.value().size(); ++i) out.push_back(parse_cell(r.value(), i));

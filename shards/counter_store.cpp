@@ -216,7 +216,10 @@ asio::awaitable<core::result<std::vector<counter_read_row>>> async_read_counters
                                                                                 const counter_read& q,
                                                                                 std::size_t rows_max) {
     auto r = co_await conn.async_query(counter_read_sql(q, rows_max));
-    if (!r) co_return r.error();
+    if (!r) {
+        if (tables_missing(conn)) co_return std::vector<counter_read_row>{};  // nothing applied yet: no counts
+        co_return r.error();
+    }
     const auto& rows = r.value();
     if (rows.size() > rows_max) co_return core::errc::too_large;
     std::vector<counter_read_row> out;

@@ -74,8 +74,6 @@ void append_graph(std::string& sql, std::string_view graph) {
 // A read of a shard whose edge tables do not exist yet: the apply worker creates them when it
 // starts, beside serving, so a read on a fresh database may come first. Nothing was applied there,
 // so such a read answers empty (no rows, counts 0) instead of failing.
-constexpr unsigned er_no_such_table = 1146;
-bool tables_missing(const mariadb_conn& conn) noexcept { return conn.last_errno() == er_no_such_table; }
 
 // Decimal text of an integer, appended (the apply path builds statements of thousands of rows).
 template <class Int>

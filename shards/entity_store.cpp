@@ -41,7 +41,10 @@ stored_entity parse_entity(const rows& r, std::size_t i) {
 
 asio::awaitable<core::result<std::vector<stored_entity>>> async_entities_of(mariadb_conn& conn, const std::string& sql) {
     auto r = co_await conn.async_query(sql);
-    if (!r) co_return r.error();
+    if (!r) {
+        if (tables_missing(conn)) co_return std::vector<stored_entity>{};  // nothing applied yet
+        co_return r.error();
+    }
     std::vector<stored_entity> out;
     for (std::size_t i = 0; i < r.value().size(); ++i) out.push_back(parse_entity(r.value(), i));
     co_return out;

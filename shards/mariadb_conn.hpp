@@ -153,4 +153,9 @@ private:
     std::shared_ptr<impl> impl_;  // shared only with a pending abort()
 };
 
+// Whether the connection's last statement failed because a table does not exist (ER_NO_SUCH_TABLE):
+// on a fresh database, before the apply worker created a model's tables. Reads then answer what a
+// shard with nothing applied holds (no rows, counts 0) rather than an error.
+inline bool tables_missing(const mariadb_conn& conn) noexcept { return conn.last_errno() == 1146; }
+
 }  // namespace cairn::shards

@@ -7,9 +7,13 @@
 
 #include "core/log_task_end.hpp"
 #include "core/metrics.hpp"
+#include "shards/cell_store.hpp"
+#include "shards/counter_store.hpp"
 #include "shards/edge_store.hpp"
+#include "shards/entity_store.hpp"
 #include "shards/point_batcher.hpp"
 #include "shards/pool.hpp"
+#include "tests/support/counter_example.hpp"
 #include "tests/support/test_shards.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -125,6 +129,37 @@ TEST(point_batcher, a_shard_whose_edge_tables_do_not_exist_yet_reads_as_empty) {
     // Any other refusal is still an error.
     auto bad = run_on(ioc, conn.async_execute("SELECT no_such_column FROM DUAL"));
     EXPECT_FALSE(bad);
+}
+
+TEST(point_batcher, a_shard_without_the_tables_of_cells_entities_or_counters_reads_as_empty) {
+    // The same race as above for the other models (a read right after a fresh cairnd started):
+    // no cells, no entities, no counts, not an error.
+    CAIRN_REQUIRE_SHARDS(1u);
+    fresh_database(db);
+    const auto shard = test_shards().at(0);
+    asio::io_context ioc;
+    shards::mariadb_conn conn(ioc.get_executor(), params_for(shard, db));
+    ASSERT_TRUE(run_on(ioc, conn.async_connect()));
+    const std::vector<shards::cell_key> cells{{"row", "col", 1}};
+    auto c = run_on(ioc, shards::async_get_cells(conn, "users", cells));
+    ASSERT_TRUE(c) << c.error().message();
+    ASSERT_EQ(c.value().size(), 1u);
+    EXPECT_FALSE(c.value()[0].has_value());
+    const std::vector<std::string> ids{"a", "b"};
+    auto e = run_on(ioc, shards::async_get_entities(conn, "user", ids));
+    ASSERT_TRUE(e) << e.error().message();
+    ASSERT_EQ(e.value().size(), 2u);
+    EXPECT_FALSE(e.value()[1].has_value());
+    const auto catalog = counter_example_catalog();
+    ASSERT_FALSE(catalog.metrics.empty());
+    shards::counter_read q;
+    q.metric = &catalog.metrics.front();
+    q.table = &q.metric->tables.front();
+    q.from_ms = 0;
+    q.to_ms = 86'400'000;
+    auto n = run_on(ioc, shards::async_read_counters(conn, q, 100));
+    ASSERT_TRUE(n) << n.error().message();
+    EXPECT_TRUE(n.value().empty());
 }
 
 TEST(point_batcher, multi_get_answers_long_lists_with_repeats_in_order) {
