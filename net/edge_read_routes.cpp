@@ -325,9 +325,12 @@ asio::awaitable<response> async_post_counts(gateway& gw, route_context& ctx) {
 // One node's JSON (GET .../nodes/{id}, and each element of POST .../nodes/get): whether it is
 // known, and per direction its state, the ts of the node action that set it (null: none yet) and
 // its edge counts by state. Both directions share the node's state: node actions apply to both.
-void append_node(std::string& out, std::int64_t node_id, const shards::node_record& rec, id_format ids) {
+// With a graph (the single-node answer) it comes first; the elements of a list leave it out.
+void append_node(std::string& out, std::string_view graph, std::int64_t node_id, const shards::node_record& rec,
+                 id_format ids) {
     const auto status = core::node_status_of(rec.registers);
-    out += R"({"node_id":)";
+    if (!graph.empty()) fmt::format_to(std::back_inserter(out), R"({{"graph":"{}",)", graph);
+    out += graph.empty() ? R"({"node_id":)" : R"("node_id":)";
     append_int64(out, node_id, ids);
     out += rec.known ? R"(,"known":true)" : R"(,"known":false)";
     for (int d = 0; d < 2; ++d) {
@@ -367,10 +370,8 @@ asio::awaitable<response> async_get_node(gateway& gw, route_context& ctx) {
         return shards::async_node_records(c, graph, std::span<const std::int64_t>(&node_id, 1));
     };
     const auto render = [&](std::vector<shards::node_record> recs) {
-        std::string body = fmt::format(R"({{"graph":"{}",)", graph);
-        std::string node;
-        append_node(node, node_id, recs.at(0), std::get<id_format>(ids));
-        body.append(node, 1);  // the node's fields, after the graph
+        std::string body;
+        append_node(body, graph, node_id, recs.at(0), std::get<id_format>(ids));
         return json_response(http::status::ok, std::move(body), req);
     };
     co_return co_await detail::async_read_shard(gw, req, gw.map.shard_of_id(node_id), std::get<detail::wait_params>(w), query,
@@ -404,7 +405,7 @@ asio::awaitable<response> async_post_nodes_get(gateway& gw, route_context& ctx) 
     std::string body = fmt::format(R"({{"graph":"{}","nodes":[)", graph);
     for (std::size_t i = 0; i < node_ids.size(); ++i) {
         if (i > 0) body += ',';
-        append_node(body, node_ids[i], recs[i], std::get<id_format>(ids));
+        append_node(body, {}, node_ids[i], recs[i], std::get<id_format>(ids));
     }
     body += "]}";
     co_return json_response(http::status::ok, std::move(body), req);
