@@ -83,22 +83,6 @@ void append_int(std::string& sql, Int v) {
     sql.append(buf, r.ptr);
 }
 
-// Comma-separated values: a graph name (string_view) or integers, each as append_graph / append_int.
-template <class... Values>
-void append_values(std::string& sql, const Values&... values) {
-    bool first = true;
-    const auto one = [&](const auto& v) {
-        if (!first) sql += ',';
-        first = false;
-        if constexpr (std::is_convertible_v<decltype(v), std::string_view>) {
-            append_graph(sql, v);
-        } else {
-            append_int(sql, v);
-        }
-    };
-    (one(values), ...);
-}
-
 void append_key_tuple(std::string& sql, const edge_row_key& k) {
     sql += '(';
     append_graph(sql, k.graph);
@@ -188,19 +172,24 @@ asio::awaitable<core::result<register_map>> async_read_registers(mariadb_conn& c
     co_return out;
 }
 
+// Whether any node of `graph` has registers on this shard, by a locking read of the graph's
+// first register: when there is none, the next-key lock on the empty range blocks the insert
+// of any register of the graph until the caller's transaction ends.
+asio::awaitable<core::result<bool>> async_graph_has_registers(mariadb_conn& conn, const std::string& graph) {
+    std::string sql = "SELECT node_id FROM node_states FORCE INDEX (PRIMARY) WHERE graph = ";
+    append_graph(sql, graph);
+    sql += " ORDER BY graph, node_id LIMIT 1 LOCK IN SHARE MODE";
+    auto r = co_await conn.async_query(sql);
+    if (!r) co_return r.error();
+    co_return r.value().size() > 0;
+}
+
 // One row to write: its own values and its effective state.
 struct row_write {
     edge_row_key key;
     core::edge_row own;
     core::edge_state effective = core::edge_state::normal;
 };
-
-// key, effective state, position, ts, pos_ts, pos_set, own state: the values of row_columns
-// and own_state, comma-separated.
-void append_row_values(std::string& sql, const edge_row_key& key, const core::edge_row& own, core::edge_state effective) {
-    append_values(sql, key.graph, key.node_id, static_cast<int>(key.direction), key.other_id, static_cast<int>(effective),
-                  own.position, own.ts, own.pos_ts, own.pos_set ? 1 : 0, static_cast<int>(own.state));
-}
 
 // Count changes of one transaction, gathered unsorted and summed per count row at the end.
 class count_deltas {
@@ -229,43 +218,95 @@ private:
     std::vector<std::pair<edge_count_key, std::int64_t>> items_;
 };
 
+// The apply path's multi-row statements run as prepared statements with integer parameters in
+// the binary protocol: sent as text, a drain's statements cost the shard more to lex and parse
+// (MYSQLparse and the lexer, a quarter of mariadbd's samples) than to apply. Rows go in chunks
+// of apply_chunk_rows_max while enough remain, then the powers of two of the rest, largest first,
+// so a connection keeps at most 11 texts of each statement prepared.
+constexpr std::size_t apply_chunk_rows_max = 1024;
+
+std::size_t next_chunk_rows(std::size_t remaining) {
+    CAIRN_ASSERT(remaining > 0);
+    return remaining >= apply_chunk_rows_max ? apply_chunk_rows_max : std::bit_floor(remaining);
+}
+
+// The texts of one multi-row statement, index k for 2^k rows: head, the rows' groups of
+// `columns` placeholders, tail.
+std::vector<std::string> chunk_texts(std::string_view head, std::size_t columns, std::string_view tail) {
+    std::string group = "(";
+    for (std::size_t c = 0; c < columns; ++c) group += c ? ",?" : "?";
+    group += ')';
+    std::vector<std::string> out;
+    for (std::size_t n = 1; n <= apply_chunk_rows_max; n *= 2) {
+        std::string sql;
+        sql.reserve(head.size() + n * (group.size() + 1) + tail.size());
+        sql += head;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (i) sql += ',';
+            sql += group;
+        }
+        sql += tail;
+        out.push_back(std::move(sql));
+    }
+    return out;
+}
+
+const std::string& chunk_text(const std::vector<std::string>& texts, std::size_t rows) {
+    CAIRN_ASSERT(std::has_single_bit(rows) && rows <= apply_chunk_rows_max);
+    return texts.at(static_cast<std::size_t>(std::countr_zero(rows)));
+}
+
+// key, effective state, position, ts, pos_ts, pos_set, own state: the values of row_columns
+// and own_state, as parameters.
+void push_row_params(std::vector<sql_param>& params, const edge_row_key& key, const core::edge_row& own,
+                     core::edge_state effective) {
+    params.emplace_back(std::string_view(key.graph));
+    params.emplace_back(key.node_id);
+    params.emplace_back(std::int64_t{static_cast<int>(key.direction)});
+    params.emplace_back(key.other_id);
+    params.emplace_back(std::int64_t{static_cast<int>(effective)});
+    params.emplace_back(own.position);
+    params.emplace_back(own.ts);
+    params.emplace_back(own.pos_ts);
+    params.emplace_back(std::int64_t{own.pos_set ? 1 : 0});
+    params.emplace_back(std::int64_t{static_cast<int>(own.state)});
+}
+constexpr std::size_t row_params = 10;
+
 // Writes rows and count deltas (statements of the caller's transaction).
 asio::awaitable<core::result<void>> async_write_rows(mariadb_conn& conn, const std::vector<row_write>& writes,
                                                      count_deltas& deltas) {
-    if (!writes.empty()) {
-        std::string upsert;
-        upsert.reserve(64 + writes.size() * 80);
-        upsert += "INSERT INTO edges (";
-        upsert += row_columns;
-        upsert += ", own_state) VALUES ";
-        bool first = true;
-        for (const auto& w : writes) {
-            upsert += first ? "(" : ",(";
-            first = false;
-            append_row_values(upsert, w.key, w.own, w.effective);
-            upsert += ')';
-        }
-        upsert +=
-            " ON DUPLICATE KEY UPDATE state = VALUES(state), position = VALUES(position), ts = VALUES(ts),"
-            " pos_ts = VALUES(pos_ts), pos_set = VALUES(pos_set), own_state = VALUES(own_state)";
-        if (auto r = co_await conn.async_execute(upsert); !r) co_return r;
+    static const std::vector<std::string> upsert_texts = chunk_texts(
+        fmt::format("INSERT INTO edges ({}, own_state) VALUES ", row_columns), row_params,
+        " ON DUPLICATE KEY UPDATE state = VALUES(state), position = VALUES(position), ts = VALUES(ts),"
+        " pos_ts = VALUES(pos_ts), pos_set = VALUES(pos_set), own_state = VALUES(own_state)");
+    static const std::vector<std::string> count_texts =
+        chunk_texts("INSERT INTO edge_counts (graph, node_id, direction, state, count) VALUES ", 5,
+                    " ON DUPLICATE KEY UPDATE count = count + VALUES(count)");
+    std::vector<sql_param> params;
+    for (std::size_t from = 0; from < writes.size();) {
+        const std::size_t n = next_chunk_rows(writes.size() - from);
+        params.clear();
+        params.reserve(n * row_params);
+        for (std::size_t i = from; i < from + n; ++i) push_row_params(params, writes[i].key, writes[i].own, writes[i].effective);
+        if (auto r = co_await conn.async_query_prepared(chunk_text(upsert_texts, n), params); !r) co_return r.error();
+        from += n;
     }
-    std::string counts;
-    std::size_t count_rows = 0;
-    for (const auto& [ck, delta] : deltas.summed()) {
-        if (count_rows++ == 0) {
-            counts.reserve(4096);
-            counts += "INSERT INTO edge_counts (graph, node_id, direction, state, count) VALUES ";
-        } else {
-            counts += ',';
+    const auto summed = deltas.summed();
+    for (std::size_t from = 0; from < summed.size();) {
+        const std::size_t n = next_chunk_rows(summed.size() - from);
+        params.clear();
+        params.reserve(n * 5);
+        for (std::size_t i = from; i < from + n; ++i) {
+            const auto& [ck, delta] = summed[i];
+            params.emplace_back(std::string_view(ck.graph));
+            params.emplace_back(ck.node_id);
+            params.emplace_back(std::int64_t{static_cast<int>(ck.direction)});
+            params.emplace_back(std::int64_t{static_cast<int>(ck.state)});
+            params.emplace_back(delta);
         }
-        counts += '(';
-        append_values(counts, ck.graph, ck.node_id, static_cast<int>(ck.direction), static_cast<int>(ck.state), delta);
-        counts += ')';
-    }
-    if (count_rows > 0) {
-        counts += " ON DUPLICATE KEY UPDATE count = count + VALUES(count)";
-        if (auto r = co_await conn.async_execute(counts); !r) co_return r;
+        if (auto r = co_await conn.async_query_prepared(chunk_text(count_texts, n), params); !r) co_return r.error();
+        from += n;
     }
     co_return core::success();
 }
@@ -273,30 +314,18 @@ asio::awaitable<core::result<void>> async_write_rows(mariadb_conn& conn, const s
 // Merges `rows` (each the join of its ops, keys sorted and unique) into the edges table on the
 // shard itself, for rows whose endpoints have no node registers (effective state = own state),
 // and adds their count deltas. The upsert applies core::edge_merge's rule in SQL and reports each
-// row's state before and after (prev_state: 255 when it inserted the row). The assignments run
-// left to right, each seeing the columns already assigned: within a lexicographic tuple the
-// least significant column goes first, and every later comparison with the new values stays
-// true exactly when the incoming tuple won.
+// row's state before and after (prev_state: its default 255 when it inserted the row). The
+// assignments run left to right, each seeing the columns already assigned: within a
+// lexicographic tuple the least significant column goes first, and every later comparison with
+// the new values stays true exactly when the incoming tuple won.
 asio::awaitable<core::result<void>> async_merge_plain_rows(mariadb_conn& conn,
                                                            const std::vector<std::pair<edge_row_key, core::edge_row>>& rows,
                                                            count_deltas& deltas) {
     static_assert(static_cast<int>(core::edge_state::normal) == 0 && static_cast<int>(core::edge_state::removed) == 1 &&
                       static_cast<int>(core::edge_state::archived) == 2 && static_cast<int>(core::edge_state::negative) == 3,
                   "the SQL rank (4 - state) MOD 4 is core::edge_state_rank");
-    if (rows.empty()) co_return core::success();
-    std::string sql;
-    sql.reserve(400 + rows.size() * 96);
-    sql += "INSERT INTO edges (";
-    sql += row_columns;
-    sql += ", own_state, prev_state) VALUES ";
-    bool first = true;
-    for (const auto& [key, row] : rows) {
-        sql += first ? "(" : ",(";
-        first = false;
-        append_row_values(sql, key, row, row.state);
-        sql += ",255)";
-    }
-    sql +=
+    static const std::vector<std::string> texts = chunk_texts(
+        fmt::format("INSERT INTO edges ({}, own_state) VALUES ", row_columns), row_params,
         " ON DUPLICATE KEY UPDATE prev_state = state,"
         " own_state = IF((VALUES(ts), (4 - VALUES(own_state)) MOD 4) > (ts, (4 - own_state) MOD 4), VALUES(own_state), own_state),"
         " ts = GREATEST(ts, VALUES(ts)),"
@@ -304,39 +333,49 @@ asio::awaitable<core::result<void>> async_merge_plain_rows(mariadb_conn& conn,
         " position = IF((VALUES(pos_set), VALUES(pos_ts), VALUES(position)) > (pos_set, pos_ts, position), VALUES(position), position),"
         " pos_ts = IF((VALUES(pos_set), VALUES(pos_ts), VALUES(position)) > (pos_set, pos_ts, position), VALUES(pos_ts), pos_ts),"
         " pos_set = IF((VALUES(pos_set), VALUES(pos_ts), VALUES(position)) > (pos_set, pos_ts, position), VALUES(pos_set), pos_set)"
-        " RETURNING graph, node_id, direction, other_id, prev_state, state";
-    auto r = co_await conn.async_query(sql);
-    if (!r) co_return r.error();
-    const auto& got = r.value();
-    // RETURNING lists the rows in the order of VALUES; each is still checked against its key
-    // (and found by key if the order ever differed), so that no count goes to the wrong node.
-    auto key_at = [&got](std::size_t i) {
-        return edge_row_key{std::string(*got.at(i, 0)), got.int64_at(i, 1), static_cast<edge_direction>(got.uint64_at(i, 2)),
-                            got.int64_at(i, 3)};
-    };
-    auto same_key = [&got](std::size_t i, const edge_row_key& k) {
-        return got.int64_at(i, 1) == k.node_id && got.int64_at(i, 3) == k.other_id &&
-               got.uint64_at(i, 2) == static_cast<std::uint64_t>(k.direction) && *got.at(i, 0) == k.graph;
-    };
+        " RETURNING graph, node_id, direction, other_id, prev_state, state");
+    std::vector<sql_param> params;
     std::map<edge_row_key, std::size_t> by_key;  // only if RETURNING's order differs from VALUES'
-    for (std::size_t want = 0; want < rows.size(); ++want) {
-        const auto& key = rows[want].first;
-        std::size_t i = want;
-        if (i >= got.size() || !same_key(i, key)) {
-            if (by_key.empty()) {
-                for (std::size_t j = 0; j < got.size(); ++j) by_key.emplace(key_at(j), j);
+    for (std::size_t from = 0; from < rows.size();) {
+        const std::size_t n = next_chunk_rows(rows.size() - from);
+        const auto chunk = std::span(rows).subspan(from, n);
+        from += n;
+        params.clear();
+        params.reserve(n * row_params);
+        for (const auto& [key, row] : chunk) push_row_params(params, key, row, row.state);
+        auto r = co_await conn.async_query_prepared(chunk_text(texts, n), params);
+        if (!r) co_return r.error();
+        const auto& got = r.value();
+        // RETURNING lists the rows in the order of VALUES; each is still checked against its key
+        // (and found by key if the order ever differed), so that no count goes to the wrong node.
+        auto key_at = [&got](std::size_t i) {
+            return edge_row_key{std::string(*got.at(i, 0)), got.int64_at(i, 1),
+                                static_cast<edge_direction>(got.uint64_at(i, 2)), got.int64_at(i, 3)};
+        };
+        auto same_key = [&got](std::size_t i, const edge_row_key& k) {
+            return got.int64_at(i, 1) == k.node_id && got.int64_at(i, 3) == k.other_id &&
+                   got.uint64_at(i, 2) == static_cast<std::uint64_t>(k.direction) && *got.at(i, 0) == k.graph;
+        };
+        by_key.clear();
+        for (std::size_t want = 0; want < chunk.size(); ++want) {
+            const auto& key = chunk[want].first;
+            std::size_t i = want;
+            if (i >= got.size() || !same_key(i, key)) {
+                if (by_key.empty()) {
+                    for (std::size_t j = 0; j < got.size(); ++j) by_key.emplace(key_at(j), j);
+                }
+                const auto it = by_key.find(key);
+                if (it == by_key.end()) co_return core::errc::shard_rejected;  // never expected: a row back per row sent
+                i = it->second;
             }
-            const auto it = by_key.find(key);
-            if (it == by_key.end()) co_return core::errc::shard_rejected;  // never expected: a row back per row sent
-            i = it->second;
-        }
-        const auto prev = got.uint64_at(i, 4);
-        const auto now = static_cast<core::edge_state>(got.uint64_at(i, 5));
-        if (prev == 255) {
-            deltas.add(key, now, 1);
-        } else if (prev != static_cast<std::uint64_t>(now)) {
-            deltas.add(key, static_cast<core::edge_state>(prev), -1);
-            deltas.add(key, now, 1);
+            const auto prev = got.uint64_at(i, 4);
+            const auto now = static_cast<core::edge_state>(got.uint64_at(i, 5));
+            if (prev == 255) {
+                deltas.add(key, now, 1);
+            } else if (prev != static_cast<std::uint64_t>(now)) {
+                deltas.add(key, static_cast<core::edge_state>(prev), -1);
+                deltas.add(key, now, 1);
+            }
         }
     }
     co_return core::success();
@@ -503,12 +542,26 @@ asio::awaitable<core::result<void>> async_apply_edges(mariadb_conn& conn, const 
         }
         if (runs.empty()) co_return core::success();
 
-        // 2. The edge rows: registers of their endpoints, then the rows themselves.
+        // 2. The edge rows: registers of their endpoints, then the rows themselves. A graph
+        // without any register on this shard (no node op ever: the common case) is found by one
+        // locking probe of its key range, whose gap lock holds off a node op of the graph until
+        // this transaction ends as the per-node read would; only a graph with registers has
+        // its endpoints read one by one.
         std::set<node_key> endpoints;
-        for (const auto& run : runs) {
-            const auto& key = keyed[run.begin].first;
-            endpoints.insert({key.graph, key.node_id});
-            endpoints.insert({key.graph, key.other_id});
+        for (std::size_t g = 0; g < runs.size();) {
+            const std::string& graph = keyed[runs[g].begin].first.graph;
+            std::size_t end = g;
+            while (end < runs.size() && keyed[runs[end].begin].first.graph == graph) ++end;  // sorted by graph first
+            auto any = co_await async_graph_has_registers(conn, graph);
+            if (!any) co_return any.error();
+            if (any.value()) {
+                for (; g < end; ++g) {
+                    const auto& key = keyed[runs[g].begin].first;
+                    endpoints.insert({key.graph, key.node_id});
+                    endpoints.insert({key.graph, key.other_id});
+                }
+            }
+            g = end;
         }
         auto regs = co_await async_read_registers(conn, endpoints, " LOCK IN SHARE MODE");
         if (!regs) co_return regs.error();

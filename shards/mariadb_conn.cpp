@@ -234,6 +234,12 @@ public:
         MYSQL_STMT* stmt = nullptr;
     };
     std::list<prepared> prepared_;
+    // The parameters of the statement being executed, as libmariadb reads them. Kept between
+    // statements: the apply path binds ten thousand parameters per statement, and arrays that
+    // size would otherwise be mapped, faulted in and unmapped every time.
+    std::vector<MYSQL_BIND> param_binds_;
+    std::vector<unsigned long> param_lengths_;
+    void bind_params(std::span<const sql_param> params);
     std::unordered_map<std::string_view, std::list<prepared>::iterator> prepared_by_sql_;  // keys view prepared_
 
     bool probe_idle() noexcept;
@@ -593,6 +599,30 @@ void mariadb_conn::impl::forget_prepared() noexcept {
     prepared_.clear();
 }
 
+void mariadb_conn::impl::bind_params(std::span<const sql_param> params) {
+    param_binds_.assign(params.size(), MYSQL_BIND{});
+    param_lengths_.assign(params.size(), 0);
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        MYSQL_BIND& b = param_binds_[i];
+        std::visit(
+            [&](const auto& v) {
+                using T = std::decay_t<decltype(v)>;
+                if constexpr (std::is_same_v<T, std::string_view>) {
+                    b.buffer_type = MYSQL_TYPE_STRING;
+                    b.buffer = const_cast<char*>(v.data());
+                    param_lengths_[i] = static_cast<unsigned long>(v.size());
+                    b.buffer_length = param_lengths_[i];
+                    b.length = &param_lengths_[i];
+                } else {
+                    b.buffer_type = MYSQL_TYPE_LONGLONG;
+                    b.buffer = const_cast<T*>(&v);
+                    b.is_unsigned = std::is_same_v<T, std::uint64_t> ? 1 : 0;
+                }
+            },
+            params[i]);
+    }
+}
+
 asio::awaitable<core::result<rows>> mariadb_conn::impl::async_prepared_step(std::string_view sql,
                                                                             std::span<const sql_param> params) {
     if (aborted_) {
@@ -631,28 +661,8 @@ asio::awaitable<core::result<rows>> mariadb_conn::impl::async_prepared_step(std:
                        "prepared statement has " + std::to_string(mysql_stmt_param_count(stmt)) +
                            " placeholders, given " + std::to_string(params.size()) + " parameters");
     }
-    std::vector<MYSQL_BIND> binds(params.size());
-    std::vector<unsigned long> lengths(params.size());
-    for (std::size_t i = 0; i < params.size(); ++i) {
-        MYSQL_BIND& b = binds[i];
-        std::visit(
-            [&](const auto& v) {
-                using T = std::decay_t<decltype(v)>;
-                if constexpr (std::is_same_v<T, std::string_view>) {
-                    b.buffer_type = MYSQL_TYPE_STRING;
-                    b.buffer = const_cast<char*>(v.data());
-                    lengths[i] = static_cast<unsigned long>(v.size());
-                    b.buffer_length = lengths[i];
-                    b.length = &lengths[i];
-                } else {
-                    b.buffer_type = MYSQL_TYPE_LONGLONG;
-                    b.buffer = const_cast<T*>(&v);
-                    b.is_unsigned = std::is_same_v<T, std::uint64_t> ? 1 : 0;
-                }
-            },
-            params[i]);
-    }
-    if (!binds.empty() && mysql_stmt_bind_param(stmt, binds.data()) != 0) co_return co_await async_stmt_failed(deadline);
+    bind_params(params);
+    if (!params.empty() && mysql_stmt_bind_param(stmt, param_binds_.data()) != 0) co_return co_await async_stmt_failed(deadline);
 
     int err = 0;
     auto r = co_await async_drive(

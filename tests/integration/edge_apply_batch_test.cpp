@@ -79,5 +79,46 @@ TEST(edge_apply_batch, a_big_batch_applies_exactly_and_idempotently) {
     EXPECT_EQ(rows_by_state.value().at(1), "1\t1500");
 }
 
+// A batch whose graphs differ in having node registers: the per-graph probe must find the
+// registers of the graph with a node op applied before (its edges take the node's archived
+// state) and none in the other (the same ids stay normal there).
+TEST(edge_apply_batch, registers_are_looked_up_per_graph) {
+    CAIRN_REQUIRE_SHARDS(1u);
+    fresh_edge_database(db);
+    const auto shard = test_shards().at(0);
+    boost::asio::io_context ioc;
+    shards::mariadb_conn conn(ioc.get_executor(), params_for(shard, db));
+    ASSERT_TRUE(run_on(ioc, conn.async_connect()));
+    const auto map = core::shard_map::equal_ranges(1);
+
+    std::vector<core::op> ops;
+    std::uint64_t seq = 0;
+    core::node_op archive;
+    archive.graph = "held";
+    archive.node_id = 1;
+    archive.action = core::node_action::archive;
+    const std::vector<core::op> first{{++seq, 5'000'000, archive}};
+    ASSERT_TRUE(run_on(ioc, shards::async_apply_edges(conn, map, 0, ptrs(first))));
+    for (const char* graph : {"free", "held"}) {
+        for (int i = 0; i < 1100; ++i) {  // more than one statement's chunk in each graph
+            core::edge_op e;
+            e.graph = graph;
+            e.source_id = 1 + i % 2;
+            e.destination_id = 100 + i;
+            e.position = i;
+            ops.push_back({++seq, 1'000'000 + seq, e});
+        }
+    }
+    ASSERT_TRUE(run_on(ioc, shards::async_apply_edges(conn, map, 0, ptrs(ops))));
+    auto rows = query_sql(shard, "SELECT graph, state, COUNT(*) FROM edges GROUP BY graph, state ORDER BY graph, state", db);
+    ASSERT_TRUE(rows);
+    // held: node 1's 550 edges, both directions, archived (state 2); node 2's stay normal.
+    EXPECT_EQ(rows.value(), (std::vector<std::string>{"free\t0\t2200", "held\t0\t1100", "held\t2\t1100"}));
+    auto counts = query_sql(
+        shard, "SELECT graph, state, SUM(count) FROM edge_counts GROUP BY graph, state ORDER BY graph, state", db);
+    ASSERT_TRUE(counts);
+    EXPECT_EQ(counts.value(), (std::vector<std::string>{"free\t0\t2200", "held\t0\t1100", "held\t2\t1100"}));
+}
+
 }  // namespace
 }  // namespace cairn::test
