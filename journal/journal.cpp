@@ -134,6 +134,19 @@ struct journal::impl {
     std::mutex listener_mu;
     std::function<void(std::uint64_t)> listener;
 
+    // read_ops_shared's batches, the most recent last, under batches_mu (held only to find or
+    // add an entry; the decode runs under the entry's once flag).
+    struct shared_batch {
+        std::uint64_t after_seq = 0;
+        std::size_t max = 0;
+        std::size_t bytes_max = 0;
+        std::once_flag once;
+        core::result<std::shared_ptr<const journal::op_batch>> batch = core::errc::journal_corrupt;
+    };
+    static constexpr std::size_t shared_batches_kept = 4;
+    std::mutex batches_mu;
+    std::deque<std::shared_ptr<shared_batch>> batches;
+
     core::histogram commit_latency{core::histogram::latency_bounds()};
     core::histogram group_ops{core::histogram::size_bounds()};
     core::counter ops_appended;
@@ -842,10 +855,47 @@ core::result<std::vector<std::pair<std::uint64_t, core::op>>> journal::read_ops(
                                                                                std::size_t max,
                                                                                std::size_t bytes_max) const {
     std::vector<std::pair<std::uint64_t, core::op>> out;
+    // Ops are large (a variant of every model's op): growing the vector would move each batch
+    // of thousands several times.
+    const std::uint64_t last = last_seq();
+    out.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(max, last > after_seq ? last - after_seq : 0)));
     auto r = walk_ops(impl_->env, impl_->db.ops, impl_->opts.path, after_seq, max, bytes_max,
                       [&out](std::uint64_t seq, std::uint64_t, core::op&& o) { out.emplace_back(seq, std::move(o)); });
     if (!r) return r.error();
     return out;
+}
+
+core::result<std::shared_ptr<const journal::op_batch>> journal::read_ops_shared(std::uint64_t after_seq, std::size_t max,
+                                                                              std::size_t bytes_max) const {
+    std::shared_ptr<impl::shared_batch> entry;
+    {
+        std::lock_guard lock(impl_->batches_mu);
+        for (const auto& b : impl_->batches) {
+            if (b->after_seq == after_seq && b->max == max && b->bytes_max == bytes_max) entry = b;
+        }
+        if (!entry) {
+            entry = std::make_shared<impl::shared_batch>();
+            entry->after_seq = after_seq;
+            entry->max = max;
+            entry->bytes_max = bytes_max;
+            impl_->batches.push_back(entry);
+            if (impl_->batches.size() > impl::shared_batches_kept) impl_->batches.pop_front();
+        }
+    }
+    std::call_once(entry->once, [&] {
+        auto r = read_ops(after_seq, max, bytes_max);
+        if (r) {
+            entry->batch = std::shared_ptr<const op_batch>(std::make_shared<op_batch>(std::move(r.value())));
+        } else {
+            entry->batch = r.error();
+        }
+    });
+    if (!entry->batch || entry->batch.value()->empty()) {
+        // A failed or empty read is not kept: the next call reads again.
+        std::lock_guard lock(impl_->batches_mu);
+        std::erase(impl_->batches, entry);
+    }
+    return entry->batch;
 }
 
 core::result<std::vector<timed_op>> journal::read_timed_ops(std::uint64_t after_seq, std::size_t max) const {

@@ -167,6 +167,15 @@ public:
     // errc::journal_corrupt for a bad record.
     [[nodiscard]] core::result<std::vector<std::pair<std::uint64_t, core::op>>> read_ops(
         std::uint64_t after_seq, std::size_t max, std::size_t bytes_max = std::numeric_limits<std::size_t>::max()) const;
+    // A decoded batch that several readers may hold at once.
+    using op_batch = std::vector<std::pair<std::uint64_t, core::op>>;
+    // As read_ops, for the apply workers: every shard's worker reads the same ranges, so the
+    // last few batches read are kept, and a worker asking for a range another worker read (or is
+    // reading: it then waits for that decode instead of doing it again) gets the same batch. A
+    // batch read at the journal's tail may hold fewer ops than a later read of its range would;
+    // its ops are the same (an op never changes once journaled).
+    [[nodiscard]] core::result<std::shared_ptr<const op_batch>> read_ops_shared(std::uint64_t after_seq, std::size_t max,
+                                                                               std::size_t bytes_max) const;
     // As read_ops, with each op's append wall time (for replays by time range).
     [[nodiscard]] core::result<std::vector<timed_op>> read_timed_ops(std::uint64_t after_seq, std::size_t max) const;
     // The op record (core::encode_op bytes, without the append time) of seq; errc::not_found.

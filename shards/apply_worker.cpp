@@ -227,16 +227,18 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
     const core::shard_index shard = opts_.shard;
     const std::uint64_t cursor = journal_.cursor(shard);
     if (journal_.last_seq() <= cursor) co_return step_outcome::idle;
-    auto batch = journal_.read_ops(cursor, opts_.lim.apply_batch_ops_max, opts_.lim.apply_batch_bytes_max);
-    if (!batch) {
-        spdlog::error("shard {}: reading the journal after seq {} failed: {}", shard, cursor, batch.error().message());
+    // Every shard's worker reads the same ranges: one of them decodes a range, the others share it.
+    auto read = journal_.read_ops_shared(cursor, opts_.lim.apply_batch_ops_max, opts_.lim.apply_batch_bytes_max);
+    if (!read) {
+        spdlog::error("shard {}: reading the journal after seq {} failed: {}", shard, cursor, read.error().message());
         co_return step_outcome::journal_error;
     }
-    if (batch.value().empty()) co_return step_outcome::idle;
+    const journal::journal::op_batch& batch = *read.value();
+    if (batch.empty()) co_return step_outcome::idle;
 
     std::vector<const core::op*> mine;
     std::vector<std::uint64_t> mine_seqs;
-    for (const auto& [seq, o] : batch.value()) {
+    for (const auto& [seq, o] : batch) {
         if (touches_shard(o, map_, shard)) {
             mine.push_back(&o);
             mine_seqs.push_back(seq);
@@ -244,7 +246,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
     }
     journal::apply_outcome outcome;
     outcome.shard = shard;
-    outcome.cursor = batch.value().back().first;
+    outcome.cursor = batch.back().first;
 
     if (!mine.empty()) {
         const auto started = std::chrono::steady_clock::now();
@@ -303,7 +305,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
         spdlog::error("shard {}: committing the cursor failed: {}", shard, committed.error().message());
         co_return step_outcome::journal_error;
     }
-    applied_seq_ = batch.value().back().first;
+    applied_seq_ = batch.back().first;
     m_applied_seq_.set(static_cast<double>(applied_seq_.load()));
     wake_waiters();
     if (!shard_up_.exchange(true)) spdlog::info("shard {}: applying again", shard);

@@ -122,6 +122,46 @@ TEST(journal, acks_in_order_with_contiguous_increasing_seqs) {
     EXPECT_EQ(j->get_stats().ops_count, expect_first - 1);
 }
 
+// The apply workers' shared read: one decode per range, handed to every reader of that range
+// (also to readers that arrive while it runs), equal to read_ops; an empty read is not kept.
+TEST(journal, read_ops_shared_decodes_a_range_once_for_every_reader) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    auto opened = journal::open(test::test_options(dir.path(), wall), clock);
+    ASSERT_TRUE(opened) << opened.error().message();
+    auto& j = opened.value();
+
+    auto empty = j->read_ops_shared(0, 50, 1 << 20);
+    ASSERT_TRUE(empty);
+    EXPECT_TRUE(empty.value()->empty());
+    ASSERT_TRUE(append_sync(*j, make_ops(120, clock, 0)));
+    auto first = j->read_ops_shared(0, 50, 1 << 20);  // the empty read before was not kept
+    ASSERT_TRUE(first);
+    ASSERT_EQ(first.value()->size(), 50u);
+
+    // Eight threads read the same two ranges at once: each range decodes once.
+    std::vector<std::shared_ptr<const journal::op_batch>> got(8);
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < got.size(); ++t) {
+        threads.emplace_back([&, t] { got[t] = j->read_ops_shared(t % 2 == 0 ? 50 : 100, 50, 1 << 20).value(); });
+    }
+    for (auto& t : threads) t.join();
+    for (std::size_t t = 2; t < got.size(); ++t) EXPECT_EQ(got[t].get(), got[t % 2].get()) << "thread " << t;
+    EXPECT_NE(got[0].get(), got[1].get());
+    EXPECT_EQ(j->read_ops_shared(0, 50, 1 << 20).value().get(), first.value().get());
+
+    // The same ops as read_ops, and a different max or byte cap is a different range.
+    const auto plain = j->read_ops(100, 50, 1 << 20).value();
+    ASSERT_EQ(got[1]->size(), plain.size());
+    for (std::size_t i = 0; i < plain.size(); ++i) {
+        EXPECT_EQ((*got[1])[i].first, plain[i].first);
+        EXPECT_EQ(core::encode_op((*got[1])[i].second), core::encode_op(plain[i].second));
+    }
+    EXPECT_EQ(j->read_ops_shared(100, 50, 1 << 20).value()->size(), 20u);
+    EXPECT_EQ(j->read_ops_shared(100, 50, 1).value()->size(), 1u);
+}
+
 TEST(journal, many_threads_append_concurrently_in_few_group_commits) {
     test::temp_dir dir;
     test::manual_wall wall;
