@@ -175,7 +175,7 @@ asio::awaitable<core::result<register_map>> async_read_registers(mariadb_conn& c
 // Whether any node of `graph` has registers on this shard, by a locking read of the graph's
 // first register: when there is none, the next-key lock on the empty range blocks the insert
 // of any register of the graph until the caller's transaction ends.
-asio::awaitable<core::result<bool>> async_graph_has_registers(mariadb_conn& conn, const std::string& graph) {
+asio::awaitable<core::result<bool>> async_graph_has_registers(mariadb_conn& conn, std::string_view graph) {
     std::string sql = "SELECT node_id FROM node_states FORCE INDEX (PRIMARY) WHERE graph = ";
     append_graph(sql, graph);
     sql += " ORDER BY graph, node_id LIMIT 1 LOCK IN SHARE MODE";
@@ -191,15 +191,33 @@ struct row_write {
     core::edge_state effective = core::edge_state::normal;
 };
 
+// The orders in which a transaction writes, and so locks, edge rows and count rows: every
+// transaction of every gateway uses them, so concurrent appliers lock in one order. The
+// integers come first: a batch's rows nearly all share one graph, whose name would otherwise
+// be compared at every step of the sort.
+bool row_order(const edge_row_key& a, const edge_row_key& b) {
+    if (a.node_id != b.node_id) return a.node_id < b.node_id;
+    if (a.other_id != b.other_id) return a.other_id < b.other_id;
+    if (a.direction != b.direction) return a.direction < b.direction;
+    return a.graph < b.graph;
+}
+
+bool count_order(const edge_count_key& a, const edge_count_key& b) {
+    if (a.node_id != b.node_id) return a.node_id < b.node_id;
+    if (a.direction != b.direction) return a.direction < b.direction;
+    if (a.state != b.state) return a.state < b.state;
+    return a.graph < b.graph;
+}
+
 // Count changes of one transaction, gathered unsorted and summed per count row at the end.
 class count_deltas {
 public:
     void add(const edge_row_key& k, core::edge_state state, std::int64_t delta) {
         items_.emplace_back(edge_count_key{k.graph, k.node_id, k.direction, state}, delta);
     }
-    // Sorted by count row (the order every transaction locks them in), summed, zeros left out.
+    // Sorted by count_order (the order every transaction locks them in), summed, zeros left out.
     std::vector<std::pair<edge_count_key, std::int64_t>> summed() {
-        std::sort(items_.begin(), items_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        std::sort(items_.begin(), items_.end(), [](const auto& a, const auto& b) { return count_order(a.first, b.first); });
         std::vector<std::pair<edge_count_key, std::int64_t>> out;
         for (auto& item : items_) {
             if (!out.empty() && out.back().first == item.first) {
@@ -311,7 +329,7 @@ asio::awaitable<core::result<void>> async_write_rows(mariadb_conn& conn, const s
     co_return core::success();
 }
 
-// Merges `rows` (each the join of its ops, keys sorted and unique) into the edges table on the
+// Merges `rows` (each the join of its ops, keys in row_order and unique) into the edges table on the
 // shard itself, for rows whose endpoints have no node registers (effective state = own state),
 // and adds their count deltas. The upsert applies core::edge_merge's rule in SQL and reports each
 // row's state before and after (prev_state: its default 255 when it inserted the row). The
@@ -478,7 +496,7 @@ asio::awaitable<core::result<void>> async_recompute_node(mariadb_conn& conn, con
 asio::awaitable<core::result<void>> async_apply_edges(mariadb_conn& conn, const core::shard_map& map,
                                                       core::shard_index shard,
                                                       std::span<const core::op* const> ops) {
-    // The rows of this shard's edge ops, sorted by key so that every transaction locks rows in
+    // The rows of this shard's edge ops, sorted in row_order so that every transaction locks rows in
     // the same order (fewer deadlocks between gateways), in runs of one key. Node ops touch
     // every shard (their registers are replicated).
     std::vector<std::pair<edge_row_key, const core::op*>> keyed;
@@ -495,7 +513,7 @@ asio::awaitable<core::result<void>> async_apply_edges(mariadb_conn& conn, const 
         if (map.shard_of_id(e->destination_id) == shard) keyed.emplace_back(key_of(*e, edge_direction::backward), o);
     }
     if (keyed.empty() && by_node.empty()) co_return core::success();
-    std::sort(keyed.begin(), keyed.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::sort(keyed.begin(), keyed.end(), [](const auto& x, const auto& y) { return row_order(x.first, y.first); });
     struct key_run {
         std::size_t begin = 0;
         std::size_t end = 0;
@@ -547,21 +565,26 @@ asio::awaitable<core::result<void>> async_apply_edges(mariadb_conn& conn, const 
         // locking probe of its key range, whose gap lock holds off a node op of the graph until
         // this transaction ends as the per-node read would; only a graph with registers has
         // its endpoints read one by one.
-        std::set<node_key> endpoints;
-        for (std::size_t g = 0; g < runs.size();) {
-            const std::string& graph = keyed[runs[g].begin].first.graph;
-            std::size_t end = g;
-            while (end < runs.size() && keyed[runs[end].begin].first.graph == graph) ++end;  // sorted by graph first
-            auto any = co_await async_graph_has_registers(conn, graph);
+        std::vector<std::string_view> graphs;  // distinct, sorted: every transaction probes in one order
+        for (const auto& run : runs) {
+            const std::string_view g = keyed[run.begin].first.graph;
+            if (std::find(graphs.begin(), graphs.end(), g) == graphs.end()) graphs.push_back(g);
+        }
+        std::sort(graphs.begin(), graphs.end());
+        std::vector<std::string_view> held;  // the graphs with registers
+        for (const std::string_view g : graphs) {
+            auto any = co_await async_graph_has_registers(conn, g);
             if (!any) co_return any.error();
-            if (any.value()) {
-                for (; g < end; ++g) {
-                    const auto& key = keyed[runs[g].begin].first;
-                    endpoints.insert({key.graph, key.node_id});
-                    endpoints.insert({key.graph, key.other_id});
-                }
+            if (any.value()) held.push_back(g);
+        }
+        std::set<node_key> endpoints;
+        if (!held.empty()) {
+            for (const auto& run : runs) {
+                const auto& key = keyed[run.begin].first;
+                if (std::find(held.begin(), held.end(), key.graph) == held.end()) continue;
+                endpoints.insert({key.graph, key.node_id});
+                endpoints.insert({key.graph, key.other_id});
             }
-            g = end;
         }
         auto regs = co_await async_read_registers(conn, endpoints, " LOCK IN SHARE MODE");
         if (!regs) co_return regs.error();
