@@ -44,6 +44,13 @@ public:
         co_return std::unique_ptr<apply_session>(std::make_unique<mariadb_session>(std::move(l).value()));
     }
 
+    std::string name() const override { return pool_.endpoint(); }
+
+    std::string describe_open_failure(const core::error_code& ec) const override {
+        const std::string why = pool_.last_connect_failure();
+        return why.empty() ? ec.message() : fmt::format("{} ({})", ec.message(), why);
+    }
+
 private:
     pool& pool_;
 };

@@ -51,6 +51,12 @@ public:
 
     // A session. Errors: shard_unavailable, shard_timeout (outages), shutting_down.
     virtual boost::asio::awaitable<core::result<std::unique_ptr<apply_session>>> async_open() = 0;
+
+    // Where the shard is, for logs ("127.0.0.1:3306"); empty if it has no address.
+    virtual std::string name() const { return {}; }
+    // A failed async_open as an operator reads it: with the server's own reason when there is one,
+    // so that a refused port, a wrong password and an unknown database do not look alike.
+    virtual std::string describe_open_failure(const core::error_code& ec) const { return ec.message(); }
 };
 
 // Sessions are leases of p's connections; p must outlive the target and its sessions.

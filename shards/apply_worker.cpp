@@ -131,11 +131,12 @@ asio::awaitable<void> apply_worker::async_sleep(std::chrono::milliseconds d) {
     co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
 }
 
-void apply_worker::note_outage(const core::error_code& ec, std::string_view what) {
+void apply_worker::note_outage(std::string_view what, const std::string& detail) {
     if (stopping_.load()) return;  // a stop aborts the shard's connections: that is no outage
     if (shard_up_.exchange(false) || outage_delay_ == 0ms) {
-        spdlog::warn("shard {}: {} failed: {}; writes are kept in the journal until it is back", opts_.shard, what,
-                     ec.message());
+        const std::string where = target_.name();
+        spdlog::warn("shard {}{}{}{}: {} failed: {}; writes are kept in the journal until it is back", opts_.shard,
+                     where.empty() ? "" : " (", where, where.empty() ? "" : ")", what, detail);
     }
     m_up_.set(0);
     m_outages_.inc();
@@ -160,14 +161,13 @@ asio::awaitable<core::result<void>> apply_worker::async_apply(apply_session& ses
 asio::awaitable<bool> apply_worker::async_ensure_schema() {
     auto session = co_await target_.async_open();
     if (!session) {
-        note_outage(session.error(), "connecting");
+        note_outage("connecting", target_.describe_open_failure(session.error()));
         co_return false;
     }
     const apply_context ctx{map_, *opts_.counters, *opts_.cells, *opts_.entities, now_ms()};
     auto r = co_await session.value()->async_create_schema(ctx);
     if (!r) {
-        spdlog::warn("shard {}: creating tables failed: {}", opts_.shard, session.value()->describe(r.error()));
-        note_outage(r.error(), "creating tables");
+        note_outage("creating tables", session.value()->describe(r.error()));
         co_return false;
     }
     schema_ready_ = true;
@@ -252,7 +252,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
         const auto started = std::chrono::steady_clock::now();
         auto session = co_await target_.async_open();
         if (!session) {
-            note_outage(session.error(), "connecting");
+            note_outage("connecting", target_.describe_open_failure(session.error()));
             co_return step_outcome::outage;
         }
         apply_session& s = *session.value();
@@ -262,7 +262,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
             if (r || r.error() != core::errc::shard_retry) break;
         }
         if (!r && is_outage(r.error())) {
-            note_outage(r.error(), "applying a batch");
+            note_outage("applying a batch", s.describe(r.error()));
             co_return step_outcome::outage;
         }
         if (!r) {
@@ -279,7 +279,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
                 if (is_outage(r1.error())) {
                     // Nothing is committed to the journal: the whole batch is applied again
                     // later, which is harmless because applying is idempotent.
-                    note_outage(r1.error(), "applying an op");
+                    note_outage("applying an op", s.describe(r1.error()));
                     co_return step_outcome::outage;
                 }
                 journal::error_task task;
@@ -324,7 +324,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_retry_errors() {
     if (due.value().empty()) co_return step_outcome::idle;
     auto session = co_await target_.async_open();
     if (!session) {
-        note_outage(session.error(), "connecting");
+        note_outage("connecting", target_.describe_open_failure(session.error()));
         co_return step_outcome::outage;
     }
     apply_session& s = *session.value();
@@ -347,7 +347,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_retry_errors() {
             if (is_outage(r.error())) {
                 // A shard outage is not the op's fault: keep the task as it was.
                 outcome.remove_errors.pop_back();
-                note_outage(r.error(), "retrying an op");
+                note_outage("retrying an op", s.describe(r.error()));
                 outage = true;
                 break;
             }

@@ -107,7 +107,8 @@ private:
     boost::asio::awaitable<core::result<void>> async_apply(apply_session& s, std::span<const core::op* const> ops);
     boost::asio::awaitable<void> async_sleep(std::chrono::milliseconds d);
     // Marks the shard down (logged once per outage) and doubles outage_delay_.
-    void note_outage(const core::error_code& ec, std::string_view what);
+    // `detail` is the failure as the target or session describes it (the server's own reason).
+    void note_outage(std::string_view what, const std::string& detail);
     std::chrono::milliseconds retry_delay(std::uint32_t attempts);
     std::uint64_t now_ms() const;
     // Wakes the waiters whose seq is now applied (all of them when stopping).

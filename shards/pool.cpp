@@ -7,6 +7,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <fmt/format.h>
 
 #include <deque>
 #include <unordered_set>
@@ -63,6 +64,7 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
     // Connections held by leases or being connected, for shutdown()'s abort. A connection is
     // in it exactly while something outside the pool may run an operation on it.
     std::unordered_set<mariadb_conn*> busy;
+    std::string last_connect_failure;  // see pool::last_connect_failure
 
     // A slot if one is free: the most recently used idle connection that is still alive, or
     // an empty slot if the pool has room. Dead idle connections found on the way are dropped.
@@ -266,7 +268,14 @@ asio::awaitable<core::result<lease>> pool::async_acquire() {
         if (!r) {
             std::lock_guard lock(st->mutex_);
             st->busy.erase(c.get());
+            st->last_connect_failure = c->last_errno() != 0
+                                           ? fmt::format("MariaDB error {}: {}", c->last_errno(), c->last_error())
+                                           : c->last_error();
             co_return r.error();  // `slot` frees its place on the way out.
+        }
+        {
+            std::lock_guard lock(st->mutex_);
+            st->last_connect_failure.clear();
         }
         slot->conn_ = std::move(c);  // Still busy: the lease gives it back.
     }
@@ -289,6 +298,13 @@ std::size_t pool::waiting() const {
 }
 
 std::size_t pool::size_max() const noexcept { return state_->size_max; }
+
+std::string pool::endpoint() const { return fmt::format("{}:{}", state_->params.host, state_->params.port); }
+
+std::string pool::last_connect_failure() const {
+    std::lock_guard lock(state_->mutex_);
+    return state_->last_connect_failure;
+}
 
 void pool::close_all() { state_->close(false); }
 

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace cairn::shards {
 
@@ -74,6 +75,13 @@ public:
     std::size_t in_use() const;   // leased slots, including those still connecting
     std::size_t waiting() const;  // acquires waiting for a slot
     std::size_t size_max() const noexcept;
+
+    // "host:port" of the shard, for logs.
+    std::string endpoint() const;
+    // Why the last connect failed, as MariaDB said it ("MariaDB error 1045: Access denied for user
+    // ..."; a refused port, an unknown database and a wrong password read differently), or empty
+    // if the last connect succeeded or none was tried. Any thread.
+    std::string last_connect_failure() const;
 
     // Closes every idle connection now, and every leased one when it is returned (e.g. after
     // a failover). The pool stays usable: later acquires connect afresh.

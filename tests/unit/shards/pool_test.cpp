@@ -13,6 +13,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <pwd.h>
 #include <signal.h>
@@ -470,6 +471,45 @@ TEST(pool, connect_failure_frees_the_slot) {
             EXPECT_EQ(l.error(), core::errc::shard_unavailable);
             EXPECT_EQ(p.in_use(), 0u);
         }
+    }());
+}
+
+// Issue 18: an operator must tell a refused port, a wrong password and an unknown database apart
+// from what cairnd says; the pool keeps MariaDB's own reason for its last failed connect.
+TEST(pool, a_failed_connect_says_why_in_mariadbs_words) {
+    CAIRN_REQUIRE_SHARD(shard);
+    run([shard]() -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        conn_params refused = shard;
+        {
+            asio::ip::tcp::acceptor a(ex, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+            refused.port = a.local_endpoint().port();
+        }
+        conn_params wrong_password = shard;
+        wrong_password.password = "not-the-password";
+        conn_params no_database = shard;
+        no_database.database = "cairn_no_such_database";
+        std::vector<std::string> why;
+        for (const conn_params& params : {refused, wrong_password, no_database}) {
+            pool p(ex, params, 1, 1000ms);
+            EXPECT_EQ(p.endpoint(), fmt::format("127.0.0.1:{}", params.port));
+            EXPECT_EQ(p.last_connect_failure(), "");
+            auto l = co_await p.async_acquire();
+            CO_REQUIRE(!l);
+            EXPECT_EQ(l.error(), core::errc::shard_unavailable);
+            why.push_back(p.last_connect_failure());
+        }
+        EXPECT_NE(why[0].find("MariaDB error 2002"), std::string::npos) << why[0];
+        EXPECT_NE(why[1].find("MariaDB error 1045"), std::string::npos) << why[1];
+        EXPECT_NE(why[1].find("Access denied"), std::string::npos) << why[1];
+        EXPECT_NE(why[2].find("MariaDB error 1049"), std::string::npos) << why[2];
+        EXPECT_NE(why[2].find("cairn_no_such_database"), std::string::npos) << why[2];
+
+        // A later good connect clears it.
+        pool good(ex, shard, 1, 1000ms);
+        auto l = co_await good.async_acquire();
+        CO_REQUIRE(l);
+        EXPECT_EQ(good.last_connect_failure(), "");
     }());
 }
 
