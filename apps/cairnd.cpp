@@ -155,7 +155,9 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        return app.exit(e);
+        // --help exits 0; any other argument error (a config file that does not exist, an unknown
+        // option) is the documented 1, not CLI11's own codes.
+        return app.exit(e) == 0 ? 0 : exit_config;
     }
 
     auto loaded = config_path.empty() ? core::config_result(core::default_config()) : core::load_config_file(config_path);

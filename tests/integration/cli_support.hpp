@@ -38,14 +38,15 @@ inline std::string shell_quote(const std::string& s) {
     return q + "'";
 }
 
-// Runs cairn with args and the environment assignments in env (only those: CAIRN_URL and
-// CAIRN_TOKEN of the test's own environment are cleared), stdin from /dev/null.
-inline cli_run run_cairn(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
+// Runs the program at path with args and the environment assignments in env (only those:
+// CAIRN_URL and CAIRN_TOKEN of the test's own environment are cleared), stdin from /dev/null.
+inline cli_run run_program(const std::string& path, const std::vector<std::string>& args,
+                           const std::map<std::string, std::string>& env = {}) {
     const std::string err_dir = make_temp_dir("cairn-cli-err");
     const std::string err_path = err_dir + "/stderr";
     std::string cmd = "env -u CAIRN_URL -u CAIRN_TOKEN";
     for (const auto& [k, v] : env) cmd += " " + k + "=" + shell_quote(v);
-    cmd += " " + shell_quote(CAIRN_CAIRN_PATH);
+    cmd += " " + shell_quote(path);
     for (const auto& a : args) cmd += " " + shell_quote(a);
     cmd += " </dev/null 2>" + shell_quote(err_path);
     cli_run r;
@@ -63,6 +64,10 @@ inline cli_run run_cairn(const std::vector<std::string>& args, const std::map<st
     std::error_code ignored;
     std::filesystem::remove_all(err_dir, ignored);
     return r;
+}
+
+inline cli_run run_cairn(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
+    return run_program(CAIRN_CAIRN_PATH, args, env);
 }
 
 }  // namespace cairn::test

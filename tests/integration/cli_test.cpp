@@ -679,5 +679,27 @@ TEST(cli_help, every_subcommand_has_help_that_leads_with_examples) {
     EXPECT_NE(top.out.find("Exit codes:"), std::string::npos) << top.out;
 }
 
+// Issue 18: cairnd's exit codes are the ones its --help lists; a missing config file or an
+// unknown option is 1 (bad config or arguments), not CLI11's own numbers.
+TEST(cairnd_exit, argument_and_config_errors_exit_1_as_help_says) {
+    const auto help = run_program(CAIRN_CAIRND_PATH, {"--help"});
+    EXPECT_EQ(help.code, 0) << help.err;
+    EXPECT_NE(help.out.find("1 bad config or arguments"), std::string::npos) << help.out;
+    const auto missing = run_program(CAIRN_CAIRND_PATH, {"--config", "/nonexistent/cairn.toml", "--check-config"});
+    EXPECT_EQ(missing.code, 1) << missing.err;
+    EXPECT_NE(missing.err.find("/nonexistent/cairn.toml"), std::string::npos) << missing.err;
+    EXPECT_EQ(run_program(CAIRN_CAIRND_PATH, {"--no-such-option"}).code, 1);
+    const std::string dir = make_temp_dir("cairnd-exit");
+    {
+        std::ofstream bad(dir + "/bad.toml");
+        bad << "[journal]\nsize_bytes_max = 1\n";
+    }
+    const auto invalid = run_program(CAIRN_CAIRND_PATH, {"--config", dir + "/bad.toml", "--check-config"});
+    EXPECT_EQ(invalid.code, 1) << invalid.err;
+    EXPECT_NE(invalid.err.find("journal.size_bytes_max"), std::string::npos) << invalid.err;
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+}
+
 }  // namespace
 }  // namespace cairn::test
