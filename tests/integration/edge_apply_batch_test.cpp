@@ -38,14 +38,24 @@ std::vector<const core::op*> ptrs(const std::vector<core::op>& ops) {
     return out;
 }
 
+// The first test shard with a fresh edge database, and one connection to it.
+struct one_shard {
+    shard_endpoint shard = test_shards().at(0);
+    boost::asio::io_context ioc;
+    shards::mariadb_conn conn{ioc.get_executor(), params_for(shard, db)};
+    core::shard_map map = core::shard_map::equal_ranges(1);
+
+    bool connect() {
+        fresh_edge_database(db);
+        return static_cast<bool>(run_on(ioc, conn.async_connect()));
+    }
+};
+
 TEST(edge_apply_batch, a_big_batch_applies_exactly_and_idempotently) {
     CAIRN_REQUIRE_SHARDS(1u);
-    fresh_edge_database(db);
-    const auto shard = test_shards().at(0);
-    boost::asio::io_context ioc;
-    shards::mariadb_conn conn(ioc.get_executor(), params_for(shard, db));
-    ASSERT_TRUE(run_on(ioc, conn.async_connect()));
-    const auto map = core::shard_map::equal_ranges(1);
+    one_shard t;
+    ASSERT_TRUE(t.connect());
+    auto& [shard, ioc, conn, map] = t;
 
     const auto adds = edges(1500, core::edge_state::normal, 1'000'000);
     const auto add_ptrs = ptrs(adds);
@@ -84,12 +94,9 @@ TEST(edge_apply_batch, a_big_batch_applies_exactly_and_idempotently) {
 // state) and none in the other (the same ids stay normal there).
 TEST(edge_apply_batch, registers_are_looked_up_per_graph) {
     CAIRN_REQUIRE_SHARDS(1u);
-    fresh_edge_database(db);
-    const auto shard = test_shards().at(0);
-    boost::asio::io_context ioc;
-    shards::mariadb_conn conn(ioc.get_executor(), params_for(shard, db));
-    ASSERT_TRUE(run_on(ioc, conn.async_connect()));
-    const auto map = core::shard_map::equal_ranges(1);
+    one_shard t;
+    ASSERT_TRUE(t.connect());
+    auto& [shard, ioc, conn, map] = t;
 
     std::vector<core::op> ops;
     std::uint64_t seq = 0;
