@@ -171,8 +171,11 @@ int main(int argc, char** argv) {
     if (paused_override) cfg.apply_paused = true;
     spdlog::set_level(spdlog::level::from_str(cfg.log_level));
     if (check_only) {
-        std::cout << "config ok: " << cfg.shards.size() << " shards, listen " << cfg.listen_address << ":"
-                  << cfg.listen_port << ", journal " << cfg.journal_path << "\n";
+        // The effective config (file, defaults and overrides), as TOML that cairnd reads back;
+        // passwords and tokens redacted.
+        std::cout << "# config ok: " << cfg.shards.size() << " shards, listen " << cfg.listen_address << ":"
+                  << cfg.listen_port << ", journal " << cfg.journal_path << "\n"
+                  << core::config_to_toml(cfg, true);
         return 0;
     }
 

@@ -434,6 +434,110 @@ config_result parse_config(std::string_view text, std::string_view source_name) 
     return c;
 }
 
+std::string config_to_toml(const config& c, bool redact_secrets) {
+    const auto secret = [&](const std::string& v) { return redact_secrets ? std::string("<redacted>") : v; };
+    const auto ms = [](auto d) { return static_cast<std::int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()); };
+    const auto n = [](auto v) { return static_cast<std::int64_t>(v); };
+    const limits& l = c.lim;
+    toml::table root;
+    root.insert("node_id", n(c.node_id));
+    root.insert("log_level", c.log_level);
+    toml::table listen{{"address", c.listen_address}, {"port", n(c.listen_port)}, {"threads", n(c.threads)}};
+    if (c.tls.enabled()) {
+        toml::table tls{{"cert_file", c.tls.cert_file}, {"key_file", c.tls.key_file}};
+        if (!c.tls.client_ca_file.empty()) tls.insert("client_ca_file", c.tls.client_ca_file);
+        listen.insert("tls", std::move(tls));
+    }
+    root.insert("listen", std::move(listen));
+    root.insert("journal", toml::table{{"path", c.journal_path},
+                                       {"size_bytes_max", n(c.journal_size_bytes_max)},
+                                       {"retention_seconds", n(c.journal_retention.count())},
+                                       {"queue_ops_max", n(l.journal_queue_ops_max)},
+                                       {"group_ops_max", n(l.journal_group_ops_max)},
+                                       {"wait_max_ms", ms(l.journal_wait_max)},
+                                       {"unapplied_ops_max", n(l.journal_unapplied_ops_max)}});
+    root.insert("apply", toml::table{{"paused", c.apply_paused},
+                                     {"batch_ops_max", n(l.apply_batch_ops_max)},
+                                     {"batch_bytes_max", n(l.apply_batch_bytes_max)},
+                                     {"retry_attempts_max", n(l.retry_attempts_max)},
+                                     {"retry_backoff_initial_ms", ms(l.retry_backoff_initial)},
+                                     {"retry_backoff_max_ms", ms(l.retry_backoff_max)},
+                                     {"outage_backoff_max_ms", ms(l.outage_backoff_max)},
+                                     {"query_timeout_ms", ms(l.query_timeout)},
+                                     {"connect_timeout_ms", ms(l.connect_timeout)},
+                                     {"read_pool_connections", n(l.read_pool_connections)},
+                                     {"get_batch_keys_max", n(l.get_batch_keys_max)},
+                                     {"get_batch_runners", n(l.get_batch_runners)}});
+    root.insert("limits", toml::table{{"body_bytes_max", n(l.body_bytes_max)},
+                                      {"header_bytes_max", n(l.header_bytes_max)},
+                                      {"connections_max", n(l.connections_max)},
+                                      {"batch_ops_max", n(l.batch_ops_max)},
+                                      {"timeout_read_ms", ms(l.timeout_read)},
+                                      {"timeout_idle_ms", ms(l.timeout_idle)},
+                                      {"ws_in_flight_max", n(l.ws_in_flight_max)},
+                                      {"page_limit_max", n(l.page_limit_max)},
+                                      {"set_scan_rows_max", n(l.set_scan_rows_max)},
+                                      {"applied_wait_max_ms", ms(l.applied_wait_max)},
+                                      {"stop_drain_ms", ms(l.stop_drain)},
+                                      {"stop_timeout_ms", ms(l.stop_timeout)}});
+    toml::array shards;
+    for (const auto& sh : c.shards) {
+        shards.push_back(toml::table{{"host", sh.host},
+                                     {"port", n(sh.port)},
+                                     {"user", sh.user},
+                                     {"password", secret(sh.password)},
+                                     {"database", sh.database}});
+    }
+    root.insert("shards", std::move(shards));
+    if (!c.tokens.empty()) {
+        toml::array tokens;
+        for (const auto& t : c.tokens) {
+            const std::string_view role_name = t.token_role == role::admin   ? "admin"
+                                               : t.token_role == role::write ? "write"
+                                                                              : "read";
+            tokens.push_back(toml::table{{"token", secret(t.token)}, {"role", role_name}});
+        }
+        root.insert("tokens", std::move(tokens));
+    }
+    const counter_catalog& cc = c.counters;
+    toml::table counters{{"op_ids_keep_hours", n(cc.op_ids_keep.count())},
+                         {"future_ms_max", n(cc.future_ms_max)},
+                         {"series_points_max", n(cc.series_points_max)},
+                         {"groups_max", n(cc.groups_max)}};
+    if (!cc.metrics.empty()) {
+        toml::array metrics;
+        for (const auto& m : cc.metrics) {
+            toml::array dims;
+            for (const auto& d : m.dimensions) {
+                toml::table dt{{"name", d.name}, {"type", d.type == dimension_type::string ? "string" : "int"}};
+                if (d.type == dimension_type::string) dt.insert("length", n(d.length_max));
+                dims.push_back(std::move(dt));
+            }
+            toml::array tables;
+            for (const auto& t : m.tables) {
+                toml::array key;
+                for (const int k : t.key) key.push_back(k == counter_key_time ? std::string("time") : m.dimensions.at(static_cast<std::size_t>(k)).name);
+                tables.push_back(toml::table{{"name", t.name}, {"granularity", granularity_name(t.granularity)}, {"key", std::move(key)}});
+            }
+            metrics.push_back(toml::table{{"name", m.name},
+                                          {"shard_on", m.dimensions.at(m.shard_on).name},
+                                          {"dimensions", std::move(dims)},
+                                          {"tables", std::move(tables)}});
+        }
+        counters.insert("metrics", std::move(metrics));
+    }
+    root.insert("counters", std::move(counters));
+    toml::array cell_tables;
+    for (const auto& t : c.cells.tables) cell_tables.push_back(t);
+    root.insert("cells", toml::table{{"compress_bytes_min", n(c.cells.compress_bytes_min)}, {"tables", std::move(cell_tables)}});
+    toml::array kinds;
+    for (const auto& k : c.entities.kinds) kinds.push_back(k);
+    root.insert("entities", toml::table{{"compress_bytes_min", n(c.entities.compress_bytes_min)}, {"kinds", std::move(kinds)}});
+    std::ostringstream out;
+    out << root << "\n";
+    return out.str();
+}
+
 config_result load_config_file(const std::string& path) {
     std::ifstream in(path);
     if (!in) return fmt::format("{}: cannot open config file", path);

@@ -66,6 +66,11 @@ using config_result = boost::outcome_v2::result<config, std::string, boost::outc
 // Parses TOML text; error strings look like "journal.size_bytes_max: must be >= 1048576".
 config_result parse_config(std::string_view toml_text, std::string_view source_name = "config");
 config_result load_config_file(const std::string& path);
+
+// The effective configuration as TOML (defaults included) that parse_config reads back to the
+// same values. With redact_secrets, shard passwords and tokens read "<redacted>" (what
+// cairnd --check-config prints; such a text does not parse back: a token must be 16 characters).
+std::string config_to_toml(const config& c, bool redact_secrets);
 // The configuration with every default, including the two local development shards.
 config default_config();
 

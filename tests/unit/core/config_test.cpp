@@ -153,6 +153,67 @@ TEST(config, missing_file_is_a_clear_error) {
     EXPECT_NE(r.error().find("/nonexistent/cairn.toml"), std::string::npos);
 }
 
+// Issue 18: cairnd --check-config prints the effective config. Every key below is set to a value
+// that is not its default, so a key the dump leaves out shows as a missing line; the dump must
+// parse back to a config that dumps the same; secrets are redacted on request.
+TEST(config, the_effective_config_dumps_every_key_and_reads_back) {
+    const std::vector<std::string> lines = {
+        "node_id = 9", "log_level = 'debug'",
+        "[listen]", "address = '0.0.0.0'", "port = 9091", "threads = 3",
+        "[listen.tls]", "cert_file = 'c.pem'", "key_file = 'k.pem'", "client_ca_file = 'ca.pem'",
+        "[journal]", "path = '/tmp/j9'", "size_bytes_max = 2097152", "retention_seconds = 61", "queue_ops_max = 1001",
+        "group_ops_max = 1002", "wait_max_ms = 1003", "unapplied_ops_max = 1004",
+        "[apply]", "paused = true", "batch_ops_max = 2001", "batch_bytes_max = 2002", "retry_attempts_max = 23",
+        "retry_backoff_initial_ms = 2004", "retry_backoff_max_ms = 2005", "outage_backoff_max_ms = 2006",
+        "query_timeout_ms = 2007", "connect_timeout_ms = 2008", "read_pool_connections = 29", "get_batch_keys_max = 2010",
+        "get_batch_runners = 11",
+        "[limits]", "body_bytes_max = 3001", "header_bytes_max = 3002", "connections_max = 3003", "batch_ops_max = 3004",
+        "timeout_read_ms = 3005", "timeout_idle_ms = 3006", "ws_in_flight_max = 3007", "page_limit_max = 3008",
+        "set_scan_rows_max = 3009", "applied_wait_max_ms = 3010", "stop_drain_ms = 3011", "stop_timeout_ms = 3012",
+        "[[shards]]", "host = '10.1.1.1'", "port = 4001", "user = 'u1'", "password = 'secret-one'", "database = 'd1'",
+        "[[shards]]", "host = '10.1.1.2'", "port = 4002", "user = 'u2'", "password = ''", "database = 'd2'",
+        "[[tokens]]", "token = 'token-writer-0123456789'", "role = 'write'",
+        "[[tokens]]", "token = 'token-admin-0123456789'", "role = 'admin'",
+        "[counters]", "op_ids_keep_hours = 51", "future_ms_max = 5002", "series_points_max = 5003", "groups_max = 5004",
+        "[[counters.metrics]]", "name = 'plays'", "shard_on = 'track_id'",
+        "dimensions = [{ name = 'track_id', type = 'int' }, { name = 'country', type = 'string', length = 2 }]",
+        "tables = [{ name = 'by_track', granularity = 'day', key = ['track_id', 'time'] },"
+        " { name = 'by_country', granularity = 'hour', key = ['country', 'track_id', 'time'] }]",
+        "[cells]", "compress_bytes_min = 6001", "tables = ['users', 'trips']",
+        "[entities]", "compress_bytes_min = 7001", "kinds = ['entry', 'place']",
+    };
+    std::string text;
+    for (const auto& l : lines) text += l + "\n";
+    auto c = parse_config(text);
+    ASSERT_TRUE(c.has_value()) << c.error();
+    const std::string dumped = config_to_toml(c.value(), false);
+    // Every "key = value" with a number or a boolean appears as written (strings and arrays:
+    // toml++ quotes and spaces them its own way, checked through the read-back below).
+    for (const auto& l : lines) {
+        const auto eq = l.find(" = ");
+        if (eq == std::string::npos || l.find('\'') != std::string::npos || l.find('[') != std::string::npos) continue;
+        EXPECT_NE(dumped.find(l), std::string::npos) << l << " is not in\n" << dumped;
+    }
+    for (const char* s : {"0.0.0.0", "c.pem", "ca.pem", "/tmp/j9", "10.1.1.2", "d2", "secret-one", "token-admin-0123456789",
+                          "by_country", "country", "trips", "place", "debug"}) {
+        EXPECT_NE(dumped.find(s), std::string::npos) << s << " is not in\n" << dumped;
+    }
+    auto back = parse_config(dumped);
+    ASSERT_TRUE(back.has_value()) << back.error() << "\n" << dumped;
+    EXPECT_EQ(config_to_toml(back.value(), false), dumped);
+    EXPECT_EQ(back.value().counters.metrics.at(0).tables.at(1).key, c.value().counters.metrics.at(0).tables.at(1).key);
+
+    const std::string redacted = config_to_toml(c.value(), true);
+    EXPECT_EQ(redacted.find("secret-one"), std::string::npos) << redacted;
+    EXPECT_EQ(redacted.find("token-writer"), std::string::npos) << redacted;
+    EXPECT_NE(redacted.find("<redacted>"), std::string::npos) << redacted;
+
+    // The defaults dump and read back too.
+    auto defaults = parse_config(config_to_toml(default_config(), false));
+    ASSERT_TRUE(defaults.has_value()) << defaults.error();
+    EXPECT_EQ(config_to_toml(defaults.value(), false), config_to_toml(default_config(), false));
+}
+
 }  // namespace
 TEST(config, tls_is_off_by_default_and_read_from_listen_tls) {
     EXPECT_FALSE(parse_config("").value().tls.enabled());
