@@ -873,6 +873,9 @@ core::result<std::shared_ptr<const journal::op_batch>> journal::read_ops_shared(
         for (const auto& b : impl_->batches) {
             if (b->after_seq == after_seq && b->max == max && b->bytes_max == bytes_max) entry = b;
         }
+        // A batch that every shard's cursor has passed is read by no one any more.
+        const std::uint64_t passed = impl_->min_cursor.load();
+        std::erase_if(impl_->batches, [&](const auto& b) { return b->after_seq < passed && b != entry; });
         if (!entry) {
             entry = std::make_shared<impl::shared_batch>();
             entry->after_seq = after_seq;

@@ -170,7 +170,8 @@ public:
     // A decoded batch that several readers may hold at once.
     using op_batch = std::vector<std::pair<std::uint64_t, core::op>>;
     // As read_ops, for the apply workers: every shard's worker reads the same ranges, so the
-    // last few batches read are kept, and a worker asking for a range another worker read (or is
+    // last few batches read are kept (until every shard's cursor has passed them), and a worker
+    // asking for a range another worker read (or is
     // reading: it then waits for that decode instead of doing it again) gets the same batch. A
     // batch read at the journal's tail may hold fewer ops than a later read of its range would;
     // its ops are the same (an op never changes once journaled).

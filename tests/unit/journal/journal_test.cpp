@@ -160,6 +160,12 @@ TEST(journal, read_ops_shared_decodes_a_range_once_for_every_reader) {
     }
     EXPECT_EQ(j->read_ops_shared(100, 50, 1 << 20).value()->size(), 20u);
     EXPECT_EQ(j->read_ops_shared(100, 50, 1).value()->size(), 1u);
+
+    // Once every shard's cursor has passed a range, its batch is no longer kept.
+    ASSERT_TRUE(test::advance_cursor(*j, 0, 60));  // the one shard of test_options
+    const auto* kept = got[1].get();
+    EXPECT_EQ(j->read_ops_shared(100, 50, 1 << 20).value().get(), kept);  // after 100: still ahead of the cursors
+    EXPECT_NE(j->read_ops_shared(0, 50, 1 << 20).value().get(), first.value().get());  // read afresh
 }
 
 TEST(journal, many_threads_append_concurrently_in_few_group_commits) {
