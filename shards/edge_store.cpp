@@ -291,6 +291,31 @@ void push_row_params(std::vector<sql_param>& params, const edge_row_key& key, co
 }
 constexpr std::size_t row_params = 10;
 
+// Runs one prepared multi-row statement over rows [0, total) in chunks (next_chunk_rows):
+// push_row(params, i) adds row i's `columns` parameters, on_chunk(from, n, rows) sees each
+// chunk's result. Stops at the first error.
+template <class PushRow, class OnChunk>
+asio::awaitable<core::result<void>> async_run_chunks(mariadb_conn& conn, const std::vector<std::string>& texts,
+                                                     std::size_t total, std::size_t columns, PushRow push_row,
+                                                     OnChunk on_chunk) {
+    std::vector<sql_param> params;
+    for (std::size_t from = 0; from < total;) {
+        const std::size_t n = next_chunk_rows(total - from);
+        params.clear();
+        params.reserve(n * columns);
+        for (std::size_t i = from; i < from + n; ++i) push_row(params, i);
+        CAIRN_ASSERT(params.size() == n * columns);
+        auto r = co_await conn.async_query_prepared(chunk_text(texts, n), params);
+        if (!r) co_return r.error();
+        if (auto c = on_chunk(from, n, r.value()); !c) co_return c;
+        from += n;
+    }
+    co_return core::success();
+}
+
+// on_chunk for statements whose result is not read.
+core::result<void> ignore_chunk(std::size_t, std::size_t, const rows&) { return core::success(); }
+
 // Writes rows and count deltas (statements of the caller's transaction).
 asio::awaitable<core::result<void>> async_write_rows(mariadb_conn& conn, const std::vector<row_write>& writes,
                                                      count_deltas& deltas) {
@@ -301,32 +326,27 @@ asio::awaitable<core::result<void>> async_write_rows(mariadb_conn& conn, const s
     static const std::vector<std::string> count_texts =
         chunk_texts("INSERT INTO edge_counts (graph, node_id, direction, state, count) VALUES ", 5,
                     " ON DUPLICATE KEY UPDATE count = count + VALUES(count)");
-    std::vector<sql_param> params;
-    for (std::size_t from = 0; from < writes.size();) {
-        const std::size_t n = next_chunk_rows(writes.size() - from);
-        params.clear();
-        params.reserve(n * row_params);
-        for (std::size_t i = from; i < from + n; ++i) push_row_params(params, writes[i].key, writes[i].own, writes[i].effective);
-        if (auto r = co_await conn.async_query_prepared(chunk_text(upsert_texts, n), params); !r) co_return r.error();
-        from += n;
+    if (auto r = co_await async_run_chunks(
+            conn, upsert_texts, writes.size(), row_params,
+            [&writes](std::vector<sql_param>& params, std::size_t i) {
+                push_row_params(params, writes[i].key, writes[i].own, writes[i].effective);
+            },
+            ignore_chunk);
+        !r) {
+        co_return r;
     }
     const auto summed = deltas.summed();
-    for (std::size_t from = 0; from < summed.size();) {
-        const std::size_t n = next_chunk_rows(summed.size() - from);
-        params.clear();
-        params.reserve(n * 5);
-        for (std::size_t i = from; i < from + n; ++i) {
+    co_return co_await async_run_chunks(
+        conn, count_texts, summed.size(), 5,
+        [&summed](std::vector<sql_param>& params, std::size_t i) {
             const auto& [ck, delta] = summed[i];
             params.emplace_back(std::string_view(ck.graph));
             params.emplace_back(ck.node_id);
             params.emplace_back(std::int64_t{static_cast<int>(ck.direction)});
             params.emplace_back(std::int64_t{static_cast<int>(ck.state)});
             params.emplace_back(delta);
-        }
-        if (auto r = co_await conn.async_query_prepared(chunk_text(count_texts, n), params); !r) co_return r.error();
-        from += n;
-    }
-    co_return core::success();
+        },
+        ignore_chunk);
 }
 
 // Merges `rows` (each the join of its ops, keys in row_order and unique) into the edges table on the
@@ -352,51 +372,47 @@ asio::awaitable<core::result<void>> async_merge_plain_rows(mariadb_conn& conn,
         " pos_ts = IF((VALUES(pos_set), VALUES(pos_ts), VALUES(position)) > (pos_set, pos_ts, position), VALUES(pos_ts), pos_ts),"
         " pos_set = IF((VALUES(pos_set), VALUES(pos_ts), VALUES(position)) > (pos_set, pos_ts, position), VALUES(pos_set), pos_set)"
         " RETURNING graph, node_id, direction, other_id, prev_state, state");
-    std::vector<sql_param> params;
     std::map<edge_row_key, std::size_t> by_key;  // only if RETURNING's order differs from VALUES'
-    for (std::size_t from = 0; from < rows.size();) {
-        const std::size_t n = next_chunk_rows(rows.size() - from);
-        const auto chunk = std::span(rows).subspan(from, n);
-        from += n;
-        params.clear();
-        params.reserve(n * row_params);
-        for (const auto& [key, row] : chunk) push_row_params(params, key, row, row.state);
-        auto r = co_await conn.async_query_prepared(chunk_text(texts, n), params);
-        if (!r) co_return r.error();
-        const auto& got = r.value();
-        // RETURNING lists the rows in the order of VALUES; each is still checked against its key
-        // (and found by key if the order ever differed), so that no count goes to the wrong node.
-        auto key_at = [&got](std::size_t i) {
-            return edge_row_key{std::string(*got.at(i, 0)), got.int64_at(i, 1),
-                                static_cast<edge_direction>(got.uint64_at(i, 2)), got.int64_at(i, 3)};
-        };
-        auto same_key = [&got](std::size_t i, const edge_row_key& k) {
-            return got.int64_at(i, 1) == k.node_id && got.int64_at(i, 3) == k.other_id &&
-                   got.uint64_at(i, 2) == static_cast<std::uint64_t>(k.direction) && *got.at(i, 0) == k.graph;
-        };
-        by_key.clear();
-        for (std::size_t want = 0; want < chunk.size(); ++want) {
-            const auto& key = chunk[want].first;
-            std::size_t i = want;
-            if (i >= got.size() || !same_key(i, key)) {
-                if (by_key.empty()) {
-                    for (std::size_t j = 0; j < got.size(); ++j) by_key.emplace(key_at(j), j);
+    co_return co_await async_run_chunks(
+        conn, texts, rows.size(), row_params,
+        [&rows](std::vector<sql_param>& params, std::size_t i) {
+            push_row_params(params, rows[i].first, rows[i].second, rows[i].second.state);
+        },
+        [&rows, &by_key, &deltas](std::size_t from, std::size_t n, const shards::rows& got) -> core::result<void> {
+            const auto chunk = std::span(rows).subspan(from, n);
+            // RETURNING lists the rows in the order of VALUES; each is still checked against its key
+            // (and found by key if the order ever differed), so that no count goes to the wrong node.
+            auto key_at = [&got](std::size_t i) {
+                return edge_row_key{std::string(*got.at(i, 0)), got.int64_at(i, 1),
+                                    static_cast<edge_direction>(got.uint64_at(i, 2)), got.int64_at(i, 3)};
+            };
+            auto same_key = [&got](std::size_t i, const edge_row_key& k) {
+                return got.int64_at(i, 1) == k.node_id && got.int64_at(i, 3) == k.other_id &&
+                       got.uint64_at(i, 2) == static_cast<std::uint64_t>(k.direction) && *got.at(i, 0) == k.graph;
+            };
+            by_key.clear();
+            for (std::size_t want = 0; want < chunk.size(); ++want) {
+                const auto& key = chunk[want].first;
+                std::size_t i = want;
+                if (i >= got.size() || !same_key(i, key)) {
+                    if (by_key.empty()) {
+                        for (std::size_t j = 0; j < got.size(); ++j) by_key.emplace(key_at(j), j);
+                    }
+                    const auto it = by_key.find(key);
+                    if (it == by_key.end()) return core::errc::shard_rejected;  // never expected: a row back per row sent
+                    i = it->second;
                 }
-                const auto it = by_key.find(key);
-                if (it == by_key.end()) co_return core::errc::shard_rejected;  // never expected: a row back per row sent
-                i = it->second;
+                const auto prev = got.uint64_at(i, 4);
+                const auto now = static_cast<core::edge_state>(got.uint64_at(i, 5));
+                if (prev == 255) {
+                    deltas.add(key, now, 1);
+                } else if (prev != static_cast<std::uint64_t>(now)) {
+                    deltas.add(key, static_cast<core::edge_state>(prev), -1);
+                    deltas.add(key, now, 1);
+                }
             }
-            const auto prev = got.uint64_at(i, 4);
-            const auto now = static_cast<core::edge_state>(got.uint64_at(i, 5));
-            if (prev == 255) {
-                deltas.add(key, now, 1);
-            } else if (prev != static_cast<std::uint64_t>(now)) {
-                deltas.add(key, static_cast<core::edge_state>(prev), -1);
-                deltas.add(key, now, 1);
-            }
-        }
-    }
-    co_return core::success();
+            return core::success();
+        });
 }
 
 // A locked row as the apply path needs it: own values and the stored effective state.
