@@ -309,17 +309,101 @@ std::variant<std::vector<std::int64_t>, input_error> parse_id_list(std::string_v
     return out;
 }
 
+namespace {
+
+// One operand of a set request at prefix (e.g. "queries[1].queries[0]"): a leaf, or an operation
+// at `depth` (the top one is 1) whose leaves are counted into `leaves`.
+std::variant<set_term, input_error> parse_set_term(simdjson::dom::element el, const std::string& prefix, std::size_t depth,
+                                                   std::size_t& leaves);
+
+std::variant<set_term, input_error> parse_set_operation(simdjson::dom::object fields, const std::string& prefix,
+                                                        std::size_t depth, std::size_t& leaves) {
+    if (depth > set_depth_max) {
+        return input_error{prefix.empty() ? "queries" : prefix,
+                           fmt::format("nests operations more than {} deep", set_depth_max)};
+    }
+    set_term t;
+    bool have_queries = false;
+    for (auto [key, value] : fields) {
+        if (key == "op") {
+            const std::string_view op = value.is_string() ? value.get_string().value_unsafe() : "";
+            if (op != "intersect" && op != "union" && op != "difference") {
+                return input_error{field_name(prefix, "op"), "must be \"intersect\", \"union\" or \"difference\""};
+            }
+            t.op = std::string(op);
+        } else if (key == "queries") {
+            const auto field = field_name(prefix, "queries");
+            if (!value.is_array()) return input_error{field, "must be an array of single-node queries or nested operations"};
+            const auto arr = value.get_array().value_unsafe();
+            if (arr.size() == 0) return input_error{field, "must not be empty"};
+            have_queries = true;
+            std::size_t i = 0;
+            for (auto operand : arr) {
+                auto sub = parse_set_term(operand, fmt::format("{}[{}]", field, i++), depth, leaves);
+                if (auto* e = std::get_if<input_error>(&sub)) return std::move(*e);
+                t.operands.push_back(std::move(std::get<set_term>(sub)));
+            }
+        } else if (depth > 1) {
+            return input_error{field_name(prefix, key), "is not a known field of a nested set operation (op, queries)"};
+        }
+    }
+    if (t.op.empty()) return input_error{field_name(prefix, "op"), "is required"};
+    if (!have_queries) return input_error{field_name(prefix, "queries"), "is required"};
+    if (t.op == "difference" && t.operands.size() < 2) {
+        return input_error{field_name(prefix, "queries"), "a difference needs at least 2 queries (the first minus the others)"};
+    }
+    return t;
+}
+
+std::variant<set_term, input_error> parse_set_term(simdjson::dom::element el, const std::string& prefix, std::size_t depth,
+                                                   std::size_t& leaves) {
+    if (!el.is_object()) return input_error{prefix, "must be an object: a single-node query or a nested {op, queries}"};
+    const simdjson::dom::object fields = el.get_object().value_unsafe();
+    simdjson::dom::element ignored;
+    if (fields.at_key("op").get(ignored) == simdjson::SUCCESS) return parse_set_operation(fields, prefix, depth + 1, leaves);
+    if (++leaves > set_queries_max) {
+        return input_error{"queries", fmt::format("hold more than {} single-node queries in all", set_queries_max)};
+    }
+    set_term t;
+    bool have_node = false;
+    for (auto [key, value] : fields) {
+        if (key == "node_id") {
+            auto id = id_of(value);
+            if (!id) return input_error{field_name(prefix, key), "must be an integer between 0 and 9223372036854775807"};
+            t.node_id = *id;
+            have_node = true;
+        } else if (key == "direction") {
+            const std::string_view d = value.is_string() ? value.get_string().value_unsafe() : "";
+            if (d != "forward" && d != "backward") return input_error{field_name(prefix, key), "must be \"forward\" or \"backward\""};
+            t.forward = d == "forward";
+        } else if (key == "state") {
+            std::optional<core::edge_state_set> st;
+            if (value.is_string()) st = core::edge_state_set_from_names(value.get_string().value_unsafe());
+            if (!st) {
+                return input_error{field_name(prefix, key),
+                                   "must be one or more of normal, removed, archived, negative, comma-separated"};
+            }
+            t.states = *st;
+        } else {
+            return input_error{field_name(prefix, key), "is not a known field of a set query"};
+        }
+    }
+    if (!have_node) return input_error{field_name(prefix, "node_id"), "is required"};
+    return t;
+}
+
+}  // namespace
+
 std::variant<set_request, input_error> parse_set_request(std::string_view body) {
     simdjson::dom::element root;
     if (auto err = parse_json(body, root)) return std::move(*err);
     if (!root.is_object()) return input_error{"body", "must be a JSON object with op and queries"};
     set_request out;
-    bool have_queries = false;
+    bool have_order = false;
     const simdjson::dom::object fields = root.get_object().value_unsafe();
     for (auto [key, value] : fields) {
-        if (key == "op") {
-            if (!value.is_string()) return input_error{"op", "must be \"intersect\", \"union\" or \"difference\""};
-            out.op = std::string(value.get_string().value_unsafe());
+        if (key == "op" || key == "queries") {
+            continue;  // the top-level operation, below
         } else if (key == "limit") {
             if (!value.is_uint64() || value.get_uint64().value_unsafe() == 0) {
                 return input_error{"limit", "must be a positive integer"};
@@ -327,28 +411,43 @@ std::variant<set_request, input_error> parse_set_request(std::string_view body) 
             out.limit = static_cast<std::size_t>(std::min<std::uint64_t>(value.get_uint64().value_unsafe(), SIZE_MAX));
         } else if (key == "cursor") {
             if (value.is_null()) continue;
-            if (!value.is_string()) return input_error{"cursor", "must be a next_cursor returned by this route"};
+            if (!value.is_string()) return input_error{"cursor", "must be a next_cursor or prev_cursor returned by this route"};
             out.cursor = std::string(value.get_string().value_unsafe());
-        } else if (key == "queries") {
-            if (!value.is_array()) return input_error{"queries", "must be an array of single-node queries"};
-            const auto arr = value.get_array().value_unsafe();
-            if (arr.size() == 0 || arr.size() > set_queries_max) {
-                return input_error{"queries", fmt::format("must hold 1 to {} queries", set_queries_max)};
-            }
-            have_queries = true;
-            std::size_t i = 0;
-            for (auto el : arr) {
-                auto q = parse_node_query(el, fmt::format("queries[{}]", i++), "set query");
-                if (auto* e = std::get_if<input_error>(&q)) return std::move(*e);
-                out.queries.push_back(std::get<set_query>(q));
-            }
+        } else if (key == "order") {
+            const std::string_view o = value.is_string() ? value.get_string().value_unsafe() : "";
+            if (o != "asc" && o != "desc") return input_error{"order", "must be \"asc\" or \"desc\""};
+            out.descending = o == "desc";
+            have_order = true;
+        } else if (key == "count") {
+            if (!value.is_bool()) return input_error{"count", "must be true or false"};
+            out.count = value.get_bool().value_unsafe();
         } else {
             return input_error{std::string(key), "is not a known field of a set request"};
         }
     }
-    if (out.op.empty()) return input_error{"op", "is required"};
-    if (!have_queries) return input_error{"queries", "is required"};
+    std::size_t leaves = 0;
+    auto top = parse_set_operation(fields, "", 1, leaves);
+    if (auto* e = std::get_if<input_error>(&top)) return std::move(*e);
+    out.expr = std::move(std::get<set_term>(top));
+    if (out.count && (out.limit || out.cursor || have_order)) {
+        return input_error{"count", "counts the whole expression: it takes no limit, cursor or order"};
+    }
     return out;
+}
+
+std::string set_term_text(const set_term& t) {
+    if (t.op.empty()) {
+        std::string out = std::to_string(t.node_id);
+        out += t.forward ? 'f' : 'b';
+        for (const auto s : t.states.list()) out += static_cast<char>('0' + static_cast<int>(s));
+        return out;
+    }
+    std::string out = t.op + "(";
+    for (std::size_t i = 0; i < t.operands.size(); ++i) {
+        if (i) out += ',';
+        out += set_term_text(t.operands[i]);
+    }
+    return out + ")";
 }
 
 namespace {

@@ -54,18 +54,36 @@ struct set_query {
     bool forward = true;
     core::edge_state state = core::edge_state::normal;
 };
+// One operand of a set request: a single-node query over one or more states (a leaf), or a
+// nested operation over its own operands.
+struct set_term {
+    std::string op;                  // empty: a leaf; else "intersect", "union" or "difference"
+    std::vector<set_term> operands;  // an operation's, in request order
+    std::int64_t node_id = 0;        // a leaf's
+    bool forward = true;
+    core::edge_state_set states = core::edge_state::normal;
+};
 struct set_request {
-    std::string op;  // "intersect", "union" or "difference" (checked by the caller)
-    std::vector<set_query> queries;
+    set_term expr;     // the top-level operation
+    bool descending = false;
+    bool count = false;  // answer the expression's size instead of a page
     std::optional<std::size_t> limit;
     std::optional<std::string> cursor;
 };
-inline constexpr std::size_t set_queries_max = 8;
+inline constexpr std::size_t set_queries_max = 16;  // leaves in one request, at every depth
+inline constexpr std::size_t set_depth_max = 4;     // operations nested in one another, the top one included
 
 // Parses the body of POST /v1/graphs/{graph}/sets:
-// {"op": .., "queries": [{"node_id": .., "direction": "forward"|"backward", "state": ..}, ...],
-//  "limit": .., "cursor": ..}; 1 to set_queries_max queries (at least 2 for difference).
+// {"op": .., "queries": [operand, ...], "order": "asc"|"desc", "limit": .., "cursor": .., "count": bool}
+// where an operand is {"node_id": .., "direction": "forward"|"backward", "state": "normal" or
+// "normal,archived"} or a nested {"op": .., "queries": [...]}; every operation has 1 or more
+// operands (a difference at least 2), at most set_queries_max leaves and set_depth_max levels in all.
+// "count" takes neither "limit", "cursor" nor "order".
 std::variant<set_request, input_error> parse_set_request(std::string_view body);
+
+// The expression in a canonical text (cursors are scoped to it): op(leaf,...), a leaf as
+// <node_id><f|b><state bits>.
+std::string set_term_text(const set_term& t);
 
 // Parses the body of POST /v1/graphs/{graph}/counts: {"queries": [{"node_id": .., "direction":
 // "forward"|"backward" (default forward), "state": .. (default normal)}, ...]} with 1 to

@@ -806,13 +806,16 @@ asio::awaitable<core::result<edge_page>> async_page_edges(mariadb_conn& conn, ed
 }
 
 asio::awaitable<core::result<std::vector<std::int64_t>>> async_scan_other_ids(
-    mariadb_conn& conn, std::string graph, std::int64_t node_id, edge_direction direction, core::edge_state state,
-    std::optional<std::int64_t> after, std::size_t limit) {
+    mariadb_conn& conn, std::string graph, std::int64_t node_id, edge_direction direction, core::edge_state_set states,
+    std::optional<std::int64_t> after, std::size_t limit, bool descending) {
     std::string sql = "SELECT other_id FROM edges FORCE INDEX (PRIMARY) WHERE graph = ";
     append_graph(sql, graph);
     fmt::format_to(std::back_inserter(sql), " AND node_id = {} AND direction = {}", node_id, static_cast<int>(direction));
-    if (after) fmt::format_to(std::back_inserter(sql), " AND other_id > {}", *after);
-    fmt::format_to(std::back_inserter(sql), " AND state = {} ORDER BY other_id LIMIT {}", static_cast<int>(state), limit);
+    if (after) fmt::format_to(std::back_inserter(sql), " AND other_id {} {}", descending ? '<' : '>', *after);
+    sql += " AND state IN (";
+    const auto list = states.list();
+    for (std::size_t i = 0; i < list.size(); ++i) fmt::format_to(std::back_inserter(sql), "{}{}", i ? "," : "", static_cast<int>(list[i]));
+    fmt::format_to(std::back_inserter(sql), ") ORDER BY other_id{} LIMIT {}", descending ? " DESC" : "", limit);
     auto r = co_await conn.async_query(sql);
     if (!r) {
         if (tables_missing(conn)) co_return std::vector<std::int64_t>{};

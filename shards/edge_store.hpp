@@ -152,11 +152,12 @@ struct node_record {
 boost::asio::awaitable<core::result<std::vector<node_record>>> async_node_records(mariadb_conn& conn, std::string graph,
                                                                                  std::span<const std::int64_t> node_ids);
 
-// Up to `limit` other_ids of the node's edges in `state`, ascending, greater than `after`
-// (nullopt: from the start): one range read of the primary key. Set operations merge these.
+// Up to `limit` other_ids of the node's edges in one of `states`, past `after` (nullopt: from
+// the start) in id order, ascending or descending: one range read of the primary key. Set
+// operations merge these.
 boost::asio::awaitable<core::result<std::vector<std::int64_t>>> async_scan_other_ids(
-    mariadb_conn& conn, std::string graph, std::int64_t node_id, edge_direction direction, core::edge_state state,
-    std::optional<std::int64_t> after, std::size_t limit);
+    mariadb_conn& conn, std::string graph, std::int64_t node_id, edge_direction direction, core::edge_state_set states,
+    std::optional<std::int64_t> after, std::size_t limit, bool descending = false);
 
 // Test and tooling helpers: every edge row and every non-zero count on the connection's shard.
 boost::asio::awaitable<core::result<std::vector<stored_edge>>> async_dump_edges(mariadb_conn& conn);

@@ -11,7 +11,9 @@
 
 namespace cairn::net::detail {
 
-inline constexpr std::size_t json_depth_max = 8;
+// Deep enough for a set expression one level past its own limit (4 operations: 9 levels, so that
+// a fifth is refused by name, at 11), and no deeper.
+inline constexpr std::size_t json_depth_max = 12;
 
 // Parses body into root (valid until this thread parses again), or says why it is not JSON.
 std::optional<input_error> parse_json(std::string_view body, simdjson::dom::element& root);

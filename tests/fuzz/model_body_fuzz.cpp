@@ -132,7 +132,28 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 }
             }
             break;
-        case 3: check(net::parse_set_request(body)); break;
+        case 3: {
+            const auto r = net::parse_set_request(body);
+            check(r);
+            if (const auto* sr = std::get_if<net::set_request>(&r)) {
+                // What the route relies on: known ops, a difference of 2 or more, the limits on
+                // leaves and depth, and a canonical text for every accepted expression.
+                std::size_t leaves = 0;
+                const auto walk = [&leaves](const auto& self, const net::set_term& t, std::size_t depth) -> void {
+                    if (t.op.empty()) {
+                        if (!t.operands.empty() || t.node_id < 0) std::abort();
+                        ++leaves;
+                        return;
+                    }
+                    if (depth > net::set_depth_max || t.operands.empty() || (t.op != "intersect" && t.op != "union" && t.op != "difference")) std::abort();
+                    if (t.op == "difference" && t.operands.size() < 2) std::abort();
+                    for (const auto& o : t.operands) self(self, o, depth + 1);
+                };
+                walk(walk, sr->expr, 1);
+                if (leaves == 0 || leaves > net::set_queries_max || net::set_term_text(sr->expr).empty()) std::abort();
+            }
+            break;
+        }
         case 4: check(net::parse_cell_writes(cfg.cells, "users", body, clock, 64, cell_indexes())); break;
         case 5: {
             const auto* metric = cfg.counters.find("plays");

@@ -10,6 +10,9 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
+#include <set>
+#include <string_view>
 
 namespace cairn::test {
 namespace {
@@ -139,6 +142,156 @@ TEST_F(edge_sets_http, random_graphs_match_the_model) {
     EXPECT_TRUE(ok);
 }
 
+// One page of a set request: its ids and cursors (JSON text, "null" when absent).
+struct set_page_answer {
+    std::vector<std::int64_t> ids;
+    std::string next = "null";
+    std::string prev = "null";
+};
+
+std::variant<set_page_answer, int> set_page(std::uint16_t port, const std::string& graph, const std::string& expr_fields,
+                                            std::string_view order, std::size_t limit, const std::string& cursor) {
+    auto r = http_post(port, "/v1/graphs/" + graph + "/sets",
+                       fmt::format(R"({{{},"order":"{}","limit":{},"cursor":{}}})", expr_fields, order, limit, cursor));
+    if (!r) return -1;
+    if (r->status != 200) return r->status;
+    auto j = nlohmann::json::parse(r->body);
+    return set_page_answer{j["ids"].get<std::vector<std::int64_t>>(), j["next_cursor"].dump(), j["prev_cursor"].dump()};
+}
+
+// A random set expression over the random graph below: its request fields, and the ids it denotes.
+struct model_expr {
+    std::string json;  // "op":..,"queries":[..] (the fields of an object, without braces)
+    std::set<std::int64_t> want;
+};
+
+model_expr gen_model_expr(const std::map<std::pair<int, int>, std::string>& last, int depth) {
+    const auto op = *rc::gen::element<std::string>("intersect", "union", "difference");
+    const auto n = *rc::gen::inRange(op == "difference" ? 2 : 1, 4);
+    std::vector<std::set<std::int64_t>> sets;
+    std::string queries;
+    for (int i = 0; i < n; ++i) {
+        if (i) queries += ',';
+        if (depth > 1 && *rc::gen::inRange(0, 3) == 0) {
+            auto sub = gen_model_expr(last, depth - 1);
+            queries += "{" + sub.json + "}";
+            sets.push_back(std::move(sub.want));
+            continue;
+        }
+        // A leaf: a node's forward or backward edges in one or two states.
+        const int node = *rc::gen::inRange(0, 6);
+        const bool forward = *rc::gen::inRange(0, 4) != 0;
+        const auto states = *rc::gen::element<std::string>("normal", "archived", "normal,archived", "removed,normal");
+        std::set<std::int64_t> ids;
+        for (const auto& [k, state] : last) {
+            if (states.find(state) == std::string::npos) continue;
+            if (forward && k.first == node) ids.insert(k.second);
+            if (!forward && k.second == node) ids.insert(k.first);
+        }
+        queries += fmt::format(R"({{"node_id":{},"direction":"{}","state":"{}"}})", node, forward ? "forward" : "backward", states);
+        sets.push_back(std::move(ids));
+    }
+    std::set<std::int64_t> acc = sets[0];
+    for (std::size_t i = 1; i < sets.size(); ++i) {
+        std::set<std::int64_t> next;
+        auto out = std::inserter(next, next.begin());
+        if (op == "intersect") std::set_intersection(acc.begin(), acc.end(), sets[i].begin(), sets[i].end(), out);
+        if (op == "union") std::set_union(acc.begin(), acc.end(), sets[i].begin(), sets[i].end(), out);
+        if (op == "difference") std::set_difference(acc.begin(), acc.end(), sets[i].begin(), sets[i].end(), out);
+        acc = std::move(next);
+    }
+    return {fmt::format(R"("op":"{}","queries":[{}])", op, queries), std::move(acc)};
+}
+
+TEST_F(edge_sets_http, nested_expressions_walk_both_ways_in_both_orders_and_count_as_the_model) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    const auto port = cairnd_->port();
+    int round = 0;
+    const bool ok = rc::check("nested set expressions over random graphs equal the model's, page by page", [&] {
+        const std::string graph = fmt::format("n{}", round++);
+        const auto edges = *rc::gen::container<std::vector<std::tuple<int, int, int>>>(
+            rc::gen::tuple(rc::gen::inRange(0, 6), rc::gen::inRange(0, 30), rc::gen::inRange(0, 3)));
+        std::map<std::pair<int, int>, std::string> last;  // (source, destination) -> state, in write order
+        if (!edges.empty()) {
+            std::string body = R"({"edges": [)";
+            std::int64_t ts = 1'700'000'000'000;
+            for (std::size_t i = 0; i < edges.size(); ++i) {
+                const auto& [s, d, st] = edges[i];
+                const char* state = st == 0 ? "normal" : st == 1 ? "removed" : "archived";
+                body += fmt::format(R"({}{{"source_id":{},"destination_id":{},"state":"{}","ts":{}}})", i ? "," : "", s, d,
+                                    state, ts++);
+                last[{s, d}] = state;
+            }
+            body += "]}";
+            auto w = http_post(port, "/v1/graphs/" + graph + "/edges", body);
+            RC_ASSERT(w && w->status == 202);
+            RC_ASSERT(wait_applied(port, 20s));
+        }
+        const auto e = gen_model_expr(last, 3);
+        RC_LOG() << e.json << "\n";
+        const auto limit = *rc::gen::inRange<std::size_t>(1, 8);
+        for (const std::string_view order : {"asc", "desc"}) {
+            std::vector<std::int64_t> want(e.want.begin(), e.want.end());
+            if (order == "desc") std::reverse(want.begin(), want.end());
+            // Forward through next_cursor from the first page.
+            std::vector<std::vector<std::int64_t>> pages;
+            std::vector<std::int64_t> walked;
+            std::string cursor = "null";
+            std::string last_prev = "null";
+            for (int n = 0; n < 200; ++n) {
+                auto p = set_page(port, graph, e.json, order, limit, cursor);
+                RC_ASSERT(std::holds_alternative<set_page_answer>(p));
+                const auto& page = std::get<set_page_answer>(p);
+                RC_ASSERT(page.ids.size() <= limit);
+                if (page.next != "null") RC_ASSERT(page.ids.size() == limit);  // never silently short
+                RC_ASSERT((page.prev == "null") == (n == 0 || page.ids.empty()));
+                walked.insert(walked.end(), page.ids.begin(), page.ids.end());
+                last_prev = page.prev;
+                if (page.next == "null") break;
+                cursor = page.next;
+            }
+            RC_ASSERT(walked == want);
+            // Backward through prev_cursor from the last page: everything before it, in order.
+            std::vector<std::int64_t> back;
+            cursor = last_prev;
+            for (int n = 0; n < 200 && cursor != "null"; ++n) {
+                auto p = set_page(port, graph, e.json, order, limit, cursor);
+                RC_ASSERT(std::holds_alternative<set_page_answer>(p));
+                const auto& page = std::get<set_page_answer>(p);
+                RC_ASSERT(!page.ids.empty() && page.ids.size() <= limit);
+                RC_ASSERT(page.next != "null");
+                if (page.prev != "null") RC_ASSERT(page.ids.size() == limit);
+                back.insert(back.begin(), page.ids.begin(), page.ids.end());
+                cursor = page.prev;
+            }
+            const std::size_t last_page = walked.size() % limit == 0 && !walked.empty() ? limit : walked.size() % limit;
+            RC_ASSERT(back == std::vector<std::int64_t>(want.begin(), want.end() - static_cast<std::ptrdiff_t>(last_page)));
+        }
+        auto c = http_post(port, "/v1/graphs/" + graph + "/sets", fmt::format(R"({{{},"count":true}})", e.json));
+        RC_ASSERT(c && c->status == 200);
+        RC_ASSERT(nlohmann::json::parse(c->body)["count"].get<std::size_t>() == e.want.size());
+    });
+    EXPECT_TRUE(ok);
+}
+
+TEST_F(edge_sets_http, a_cursor_of_another_order_or_expression_is_refused) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    const auto port = cairnd_->port();
+    auto w = http_post(port, "/v1/graphs/cur/edges",
+                       R"({"edges":[{"source_id":1,"destination_id":5},{"source_id":1,"destination_id":6},{"source_id":1,"destination_id":7}]})");
+    ASSERT_TRUE(w && w->status == 202) << (w ? w->body : "");
+    ASSERT_TRUE(wait_applied(port, 20s));
+    const std::string expr = R"("op":"union","queries":[{"node_id":1}])";
+    auto p = set_page(port, "cur", expr, "asc", 1, "null");
+    ASSERT_TRUE(std::holds_alternative<set_page_answer>(p));
+    const auto next = std::get<set_page_answer>(p).next;
+    ASSERT_NE(next, "null");
+    EXPECT_TRUE(std::holds_alternative<set_page_answer>(set_page(port, "cur", expr, "asc", 1, next)));
+    EXPECT_EQ(std::get<int>(set_page(port, "cur", expr, "desc", 1, next)), 400);
+    EXPECT_EQ(std::get<int>(set_page(port, "cur", R"("op":"union","queries":[{"node_id":1,"state":"normal,archived"}])", "asc", 1, next)),
+              400);
+}
+
 TEST_F(edge_sets_http, bad_set_requests_name_the_field) {
     CAIRN_REQUIRE_SHARDS(2u);
     const auto port = cairnd_->port();
@@ -156,7 +309,22 @@ TEST_F(edge_sets_http, bad_set_requests_name_the_field) {
         {R"({"op":"union","queries":[{"node_id":1}],"limit":100000})", "limit"},
         {R"({"op":"union","queries":[{"node_id":1}],"cursor":"abc"})", "cursor"},
         {R"({"op":"union","queries":[{"node_id":1}],"colour":1})", "colour"},
-        {R"({"op":"union","queries":[1,2,3,4,5,6,7,8,9]})", "queries"},
+        {R"({"op":"union","queries":[1,2]})", "queries[0]"},
+        {R"({"op":"union","queries":[{"node_id":1}],"order":"up"})", "order"},
+        {R"({"op":"union","queries":[{"node_id":1}],"count":1})", "count"},
+        {R"({"op":"union","queries":[{"node_id":1}],"count":true,"limit":5})", "count"},
+        {R"({"op":"union","queries":[{"node_id":1,"state":"normal,gone"}]})", "queries[0].state"},
+        {R"({"op":"union","queries":[{"op":"difference","queries":[{"node_id":1}]}]})", "queries[0].queries"},
+        {R"({"op":"union","queries":[{"op":"union","queries":[{"node_id":1}],"limit":3}]})", "queries[0].limit"},
+        {R"({"op":"union","queries":[{"op":"nand","queries":[{"node_id":1}]}]})", "queries[0].op"},
+        {R"({"op":"union","queries":[{"op":"union","queries":[{"op":"union","queries":[{"op":"union","queries":[{"op":"union","queries":[{"node_id":1}]}]}]}]}]})",
+         "queries[0].queries[0].queries[0].queries[0]"},
+        {fmt::format(R"({{"op":"union","queries":[{}{{"node_id":1}}]}})", [] {
+             std::string many;
+             for (int i = 0; i < 16; ++i) many += R"({"node_id":1},)";
+             return many;
+         }()),
+         "queries"},
     };
     for (const auto& [body, field] : cases) {
         auto r = http_post(port, "/v1/graphs/follows/sets", body);

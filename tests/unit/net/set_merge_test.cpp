@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <iterator>
 #include <set>
+#include <string>
 
 namespace cairn::net {
 namespace {
@@ -27,19 +28,30 @@ id_fetch fetch_from(const std::set<std::int64_t>& ids) {
     };
 }
 
-core::result<set_page> merge_once(set_op op, const std::vector<std::set<std::int64_t>>& sets,
-                                  std::optional<std::int64_t> after, std::size_t limit, std::uint64_t budget) {
+template <class T>
+T run(asio::awaitable<T> a) {
     asio::io_context io;
-    std::vector<id_fetch> fetches;
-    for (const auto& s : sets) fetches.push_back(fetch_from(s));
-    std::optional<core::result<set_page>> out;
+    std::optional<T> out;
     asio::co_spawn(
-        io, [&]() -> asio::awaitable<void> { out.emplace(co_await async_merge_sets(op, std::move(fetches), after, limit, budget)); },
+        io, [&]() -> asio::awaitable<void> { out.emplace(co_await std::move(a)); },
         [](std::exception_ptr e) {
             if (e) std::rethrow_exception(e);
         });
     io.run();
     return std::move(*out);
+}
+
+// The leaves read `sets` by reference: they must outlive the expression.
+set_expr flat(set_op op, const std::vector<std::set<std::int64_t>>& sets) {
+    std::vector<set_expr> leaves;
+    for (const auto& s : sets) leaves.push_back(set_expr::leaf(fetch_from(s)));
+    return set_expr::of(op, std::move(leaves));
+}
+
+core::result<set_page> merge_once(set_op op, const std::vector<std::set<std::int64_t>>& sets,
+                                  std::optional<std::int64_t> after, std::size_t limit, std::uint64_t budget) {
+    const auto e = flat(op, sets);
+    return run(async_merge_sets(e, after, limit, budget));
 }
 
 std::set<std::int64_t> expected(set_op op, const std::vector<std::set<std::int64_t>>& sets) {
@@ -79,6 +91,75 @@ RC_GTEST_PROP(set_merge, walking_every_page_equals_the_set_operation, ()) {
     }
     const auto want = expected(op, sets);
     RC_ASSERT(walked == std::vector<std::int64_t>(want.begin(), want.end()));
+}
+
+// A random expression over the sets, depth at most `depth`, and the set it denotes.
+struct random_expr {
+    set_expr expr;
+    std::set<std::int64_t> want;
+    std::string text;  // for the counterexample
+};
+
+random_expr gen_expr(const std::vector<std::set<std::int64_t>>& sets, int depth) {
+    const bool leaf = depth == 0 || *rc::gen::inRange(0, 3) == 0;
+    if (leaf) {
+        const auto i = *rc::gen::inRange<std::size_t>(0, sets.size());
+        return {set_expr::leaf(fetch_from(sets[i])), sets[i], std::to_string(i)};
+    }
+    const auto op = *rc::gen::element(set_op::intersect, set_op::unite, set_op::subtract);
+    const auto n = *rc::gen::inRange<std::size_t>(op == set_op::subtract ? 2 : 1, 4);
+    std::vector<set_expr> operands;
+    std::vector<std::set<std::int64_t>> wants;
+    std::string text = std::string(set_op_name(op)) + "(";
+    for (std::size_t i = 0; i < n; ++i) {
+        auto sub = gen_expr(sets, depth - 1);
+        operands.push_back(std::move(sub.expr));
+        wants.push_back(std::move(sub.want));
+        text += (i ? "," : "") + sub.text;
+    }
+    return {set_expr::of(op, std::move(operands)), expected(op, wants), text + ")"};
+}
+
+RC_GTEST_PROP(set_merge, nested_expressions_page_and_count_as_the_sets_they_denote, ()) {
+    std::vector<std::set<std::int64_t>> sets;
+    for (int i = 0; i < 4; ++i) {
+        const auto size = *rc::gen::inRange<std::size_t>(0, 200);
+        sets.push_back(*rc::gen::container<std::set<std::int64_t>>(size, rc::gen::inRange<std::int64_t>(0, 300)));
+    }
+    const auto r = gen_expr(sets, 3);
+    RC_LOG() << r.text << "\n";
+    for (const auto& set : sets) {
+        for (auto id : set) RC_LOG() << id << " ";
+        RC_LOG() << "|\n";
+    }
+    const auto limit = *rc::gen::inRange<std::size_t>(1, 90);
+    std::vector<std::int64_t> walked;
+    std::optional<std::int64_t> after;
+    for (int pages = 0; pages < 2000; ++pages) {
+        auto page = run(async_merge_sets(r.expr, after, limit, 10'000'000));
+        RC_ASSERT(page.has_value());
+        if (page.value().more) RC_ASSERT(page.value().ids.size() == limit);
+        walked.insert(walked.end(), page.value().ids.begin(), page.value().ids.end());
+        if (!page.value().more) break;
+        after = page.value().ids.back();
+    }
+    RC_ASSERT(walked == std::vector<std::int64_t>(r.want.begin(), r.want.end()));
+    const auto counted = run(async_count_set(r.expr, 10'000'000));
+    RC_ASSERT(counted.has_value());
+    RC_ASSERT(counted.value().count == r.want.size());
+}
+
+TEST(set_merge, a_count_past_the_budget_is_an_error) {
+    std::set<std::int64_t> many;
+    for (std::int64_t i = 0; i < 5'000; ++i) many.insert(i);
+    const std::vector<std::set<std::int64_t>> sets{many};  // the leaves read these: they outlive the merge
+    const auto e = flat(set_op::unite, sets);
+    auto r = run(async_count_set(e, 4'000));
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error(), core::errc::too_large);
+    auto ok = run(async_count_set(e, 6'000));
+    ASSERT_TRUE(ok.has_value());
+    EXPECT_EQ(ok.value().count, 5'000u);
 }
 
 TEST(set_merge, a_scan_past_the_budget_is_an_error_not_a_short_page) {
