@@ -87,34 +87,51 @@ std::optional<edge_state_set> edge_state_set_from_names(std::string_view names) 
     }
 }
 
-node_registers node_merge(node_registers current, node_action action, std::uint64_t ts) noexcept {
-    if (action == node_action::remove) {
-        current.removed_ts = std::max(current.removed_ts, ts);
-        return current;
+int node_action_rank(node_action a) noexcept {
+    switch (a) {
+        case node_action::unarchive: return 0;
+        case node_action::negate: return 1;
+        case node_action::archive: return 2;
+        case node_action::remove: return 3;
     }
-    const bool archived = action == node_action::archive;
-    if (std::tuple(ts, archived) > std::tuple(current.archive_ts, current.archived)) {
-        current.archive_ts = ts;
-        current.archived = archived;
+    return 0;
+}
+
+node_registers node_merge(node_registers current, node_action action, std::uint64_t ts) noexcept {
+    if (action == node_action::remove) current.removed_ts = std::max(current.removed_ts, ts);
+    if (std::tuple(ts, node_action_rank(action)) > std::tuple(current.action_ts, node_action_rank(current.action))) {
+        current.action_ts = ts;
+        current.action = action;
     }
     return current;
 }
 
-node_status node_status_of(const node_registers& r) noexcept {
-    if (r.removed_ts == 0 && r.archive_ts == 0) return {};
-    if (r.removed_ts >= r.archive_ts) return {edge_state::removed, r.removed_ts};
-    return {r.archived ? edge_state::archived : edge_state::normal, r.archive_ts};
+edge_state node_action_state(node_action a) noexcept {
+    switch (a) {
+        case node_action::remove: return edge_state::removed;
+        case node_action::archive: return edge_state::archived;
+        case node_action::negate: return edge_state::negative;
+        case node_action::unarchive: return edge_state::normal;
+    }
+    return edge_state::normal;
 }
 
-edge_state edge_effective_state(const edge_row& own, const node_registers& a, const node_registers& b) noexcept {
+node_status node_status_of(const node_registers& r) noexcept {
+    if (r.action_ts == 0) return {};
+    return {node_action_state(r.action), r.action_ts};
+}
+
+edge_state edge_effective_state(const edge_row& own, const node_registers& source_forward,
+                                const node_registers& destination_backward) noexcept {
     auto removes = [&](const node_registers& r) { return r.removed_ts != 0 && r.removed_ts >= own.ts; };
-    if (removes(a) || removes(b)) return edge_state::removed;
-    if (own.state != edge_state::normal && own.state != edge_state::archived) return own.state;
-    auto archives = [&](const node_registers& r) { return r.archive_ts != 0 && r.archived && r.archive_ts >= own.ts; };
-    if (archives(a) || archives(b)) return edge_state::archived;
-    auto unarchives = [&](const node_registers& r) { return r.archive_ts != 0 && !r.archived && r.archive_ts > own.ts; };
-    if (unarchives(a) || unarchives(b)) return edge_state::normal;
-    return own.state;
+    if (removes(source_forward) || removes(destination_backward)) return edge_state::removed;
+    edge_state out = own.state;
+    for (const auto* r : {&source_forward, &destination_backward}) {
+        if (r->action_ts == 0 || r->action == node_action::unarchive) continue;
+        const auto hidden = node_action_state(r->action);
+        if (edge_state_rank(hidden) > edge_state_rank(out)) out = hidden;
+    }
+    return out;
 }
 
 }  // namespace cairn::core

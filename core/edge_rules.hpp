@@ -58,24 +58,30 @@ std::optional<edge_state> edge_state_from_code(std::uint64_t code) noexcept;
 // The row after applying o (stamped ts) to current (nullopt: no row yet).
 edge_row edge_merge(const std::optional<edge_row>& current, const edge_op& o, std::uint64_t ts) noexcept;
 
-// Whole-node ops (issue 4). Each node has two last-writer-wins registers, kept on every shard:
-// removed_ts, the greatest ts of a remove, and (archive_ts, archived), the latest archive or
-// unarchive (at equal ts archive wins, as archived outranks normal). 0: never written.
+// Whole-node ops (issues 4, 17). Each direction of a node (its outgoing edges: forward; its
+// incoming ones: backward) has two registers, kept on every shard: removed_ts, the greatest ts of
+// a remove, and (action_ts, action), its latest node action by (ts, rank) with unarchive
+// (restore) < negate < archive < remove, so a tie goes to the higher rank and merging is a max.
+// action_ts 0: never written.
 struct node_registers {
     std::uint64_t removed_ts = 0;
-    std::uint64_t archive_ts = 0;
-    bool archived = false;
+    std::uint64_t action_ts = 0;
+    node_action action = node_action::unarchive;
 
     friend bool operator==(const node_registers&, const node_registers&) = default;
 };
 
+int node_action_rank(node_action a) noexcept;
+
 // The registers after applying a node op with `action` stamped ts.
 node_registers node_merge(node_registers current, node_action action, std::uint64_t ts) noexcept;
 
-// What a node's registers say about the node itself (GET .../nodes/{id}): the state its latest
-// node action left it in and that action's ts. A remove wins a tie with an archive or unarchive
-// (its rank is higher); an unarchive after a remove makes the node normal again for the edges
-// written after the remove (those before it stay removed). {normal, 0}: no node action yet.
+// The state a node action puts the edges it covers in: removed, archived, negative, or
+// normal for unarchive (restore: each edge's own state again).
+edge_state node_action_state(node_action a) noexcept;
+
+// What one direction's registers say about the node itself (GET .../nodes/{id}): the state its
+// latest node action left it in and that action's ts. {normal, 0}: no node action yet.
 struct node_status {
     edge_state state = edge_state::normal;
     std::uint64_t ts = 0;
@@ -84,15 +90,19 @@ struct node_status {
 };
 node_status node_status_of(const node_registers& r) noexcept;
 
-// The effective state of an edge row (what pages, counts and reads use), from its own
-// last-writer-wins row and the registers of both endpoints:
-//  1. a remove of an endpoint at or after the row's ts makes it removed;
-//  2. else, for a row that is normal or archived: an archive of an endpoint at or after the
-//     row's ts makes it archived; else an unarchive of an endpoint after the row's ts makes it
-//     normal (negative rows are left alone);
-//  3. else the row's own state: an edge write newer than every node op wins.
-// A pure function of values that are themselves order-independent, so any order of edge ops
-// and node ops ends in the same effective state.
-edge_state edge_effective_state(const edge_row& own, const node_registers& a, const node_registers& b) noexcept;
+// The effective state of an edge s→d (what pages, counts and reads use, for both of its rows),
+// from its own last-writer-wins row and the two registers that face it: s's forward registers
+// and d's backward ones.
+//  1. removed if a remove in either is at or after the row's ts (a remove destroys what existed
+//     when it came: a later restore does not bring those edges back);
+//  2. else the highest rank of the row's own state and of the state of each latest action that
+//     hides (remove, archive, negate), whatever the row's ts: a node on ice hides the edges
+//     written to it later too;
+//  3. so while the latest action is a restore (or none) the row's own state shows: exactly the
+//     edges the action hid come back.
+// A pure function of values that are themselves order-independent (two max-merged registers,
+// one last-writer-wins row), so any order of edge ops and node ops ends in the same state.
+edge_state edge_effective_state(const edge_row& own, const node_registers& source_forward,
+                                const node_registers& destination_backward) noexcept;
 
 }  // namespace cairn::core

@@ -155,15 +155,18 @@ std::variant<std::vector<std::pair<std::int64_t, std::int64_t>>, input_error> pa
 }
 
 std::variant<core::op, input_error> parse_node_write(std::string_view graph, std::string_view node_id,
-                                                     std::string_view action, std::string_view body, core::hlc& clock,
-                                                     std::uint64_t now_ms, const edge_write_options& opts) {
+                                                     std::string_view action, std::string_view direction,
+                                                     std::string_view body, core::hlc& clock, std::uint64_t now_ms,
+                                                     const edge_write_options& opts) {
     if (!core::valid_graph_name(graph)) {
         return input_error{"graph", "must be 1 to 32 characters of A-Z, a-z, 0-9 and _"};
     }
     const auto id = parse_id(node_id);
     if (!id) return input_error{"node_id", "must be an integer between 0 and 9223372036854775807"};
     const auto a = core::node_action_from_name(action);
-    if (!a) return input_error{"action", "must be one of \"remove\", \"archive\", \"unarchive\""};
+    if (!a) return input_error{"action", "must be one of \"remove\", \"archive\", \"negate\", \"restore\", \"unarchive\""};
+    const auto scope = direction.empty() ? std::optional{core::node_scope::both} : core::node_scope_from_name(direction);
+    if (!scope) return input_error{"direction", "must be \"forward\", \"backward\" or \"both\""};
     std::optional<std::uint64_t> client_ms;
     if (body.find_first_not_of(" \t\r\n") != std::string_view::npos) {
         simdjson::dom::element root;
@@ -179,7 +182,7 @@ std::variant<core::op, input_error> parse_node_write(std::string_view graph, std
     }
     core::op o;
     o.ts = client_ms ? core::hlc_make(*client_ms, 0, clock.node_id()) : clock.now();
-    o.body = core::node_op{std::string(graph), *id, *a};
+    o.body = core::node_op{std::string(graph), *id, *a, *scope};
     return o;
 }
 

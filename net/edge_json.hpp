@@ -37,11 +37,13 @@ std::variant<std::vector<core::op>, input_error> parse_edge_writes(std::string_v
                                                                    core::hlc& clock, std::uint64_t now_ms,
                                                                    const edge_write_options& opts);
 
-// Parses POST /v1/graphs/{graph}/nodes/{node_id}/{action} (issue 4): action "remove",
-// "archive" or "unarchive"; the body is empty or {"ts": client milliseconds} (as for edges).
+// Parses POST /v1/graphs/{graph}/nodes/{node_id}/{action} (issues 4, 17): action "remove",
+// "archive", "negate", "restore" or "unarchive" (the same); direction "forward", "backward" or
+// "both" (empty: both); the body is empty or {"ts": client milliseconds} (as for edges).
 std::variant<core::op, input_error> parse_node_write(std::string_view graph, std::string_view node_id,
-                                                     std::string_view action, std::string_view body, core::hlc& clock,
-                                                     std::uint64_t now_ms, const edge_write_options& opts);
+                                                     std::string_view action, std::string_view direction,
+                                                     std::string_view body, core::hlc& clock, std::uint64_t now_ms,
+                                                     const edge_write_options& opts);
 
 // Parses the body of POST /v1/graphs/{graph}/edges/get: {"edges": [{"source_id": .., "destination_id": ..}, ...]}
 // with 1 to batch_ops_max keys (ids as for writes), returned in request order.

@@ -324,16 +324,16 @@ asio::awaitable<response> async_post_counts(gateway& gw, route_context& ctx) {
 
 // One node's JSON (GET .../nodes/{id}, and each element of POST .../nodes/get): whether it is
 // known, and per direction its state, the ts of the node action that set it (null: none yet) and
-// its edge counts by state. Both directions share the node's state: node actions apply to both.
+// its edge counts by state. Each direction has its own state: a node action may cover one.
 // With a graph (the single-node answer) it comes first; the elements of a list leave it out.
 void append_node(std::string& out, std::string_view graph, std::int64_t node_id, const shards::node_record& rec,
                  id_format ids) {
-    const auto status = core::node_status_of(rec.registers);
     if (!graph.empty()) fmt::format_to(std::back_inserter(out), R"({{"graph":"{}",)", graph);
     out += graph.empty() ? R"({"node_id":)" : R"("node_id":)";
     append_int64(out, node_id, ids);
     out += rec.known ? R"(,"known":true)" : R"(,"known":false)";
     for (int d = 0; d < 2; ++d) {
+        const auto status = core::node_status_of(rec.registers[static_cast<std::size_t>(d)]);
         out += d == 0 ? R"(,"forward":{"state":")" : R"(,"backward":{"state":")";
         out += core::edge_state_name(status.state);
         if (status.ts == 0) {

@@ -50,14 +50,19 @@ asio::awaitable<response> async_post_edges(gateway& gw, route_context& ctx) {
     co_return co_await detail::async_journal_write(gw, ctx, std::move(ops));
 }
 
-// A whole-node op (issue 4): every edge of the node removed, archived or un-archived.
+constexpr std::string_view node_write_query_params[] = {"wait", "timeout_ms", "direction"};
+
+// A whole-node op (issues 4, 17): the node's edges, outgoing, incoming or both, removed,
+// archived, negated or restored.
 asio::awaitable<response> async_post_node(gateway& gw, route_context& ctx) {
     const auto& req = ctx.req;
+    const auto direction = ctx.query_param("direction");
+    if (direction && direction->empty()) co_return detail::bad_field(req, "direction", "must be \"forward\", \"backward\" or \"both\"");
     auto parsed = parse_node_write(ctx.params.get("graph").value_or(""), ctx.params.get("node").value_or(""),
-                                   ctx.params.get("action").value_or(""), req.body(), gw.clock,
+                                   ctx.params.get("action").value_or(""), direction.value_or(""), req.body(), gw.clock,
                                    core::system_wall_clock_ms(), edge_write_options{});
     if (auto* err = std::get_if<input_error>(&parsed)) co_return detail::bad_field(req, err->field, err->detail);
-    if (auto e = detail::unknown_query_param(ctx.query, detail::write_query_params)) {
+    if (auto e = detail::unknown_query_param(ctx.query, node_write_query_params)) {
         co_return detail::bad_field(req, e->field, e->detail);
     }
     std::vector<core::op> ops;

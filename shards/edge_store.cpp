@@ -6,6 +6,7 @@
 #include "shards/transaction.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <bit>
@@ -41,14 +42,16 @@ constexpr std::string_view add_prev_state_sql =
     "ALTER TABLE edges ADD COLUMN IF NOT EXISTS prev_state TINYINT UNSIGNED NOT NULL DEFAULT 255"
     " COMMENT 'state before the last merging upsert (255: it inserted the row)'";
 
-// The registers of whole-node ops, on every shard (see core::node_registers).
-constexpr std::string_view create_node_states_sql = R"(CREATE TABLE IF NOT EXISTS node_states (
+// The registers of whole-node ops per node and direction, on every shard (see
+// core::node_registers).
+constexpr std::string_view create_node_registers_sql = R"(CREATE TABLE IF NOT EXISTS node_registers (
   graph VARBINARY(32) NOT NULL,
   node_id BIGINT NOT NULL,
+  direction TINYINT UNSIGNED NOT NULL COMMENT '0: the node''s outgoing edges, 1: its incoming edges',
   removed_ts BIGINT UNSIGNED NOT NULL COMMENT 'greatest ts of a remove, 0: none',
-  archive_ts BIGINT UNSIGNED NOT NULL COMMENT 'ts of the latest archive/unarchive, 0: none',
-  archived TINYINT UNSIGNED NOT NULL COMMENT '1 if that was an archive',
-  PRIMARY KEY (graph, node_id)
+  action_ts BIGINT UNSIGNED NOT NULL COMMENT 'ts of the latest node action, 0: none',
+  action TINYINT UNSIGNED NOT NULL COMMENT 'that action: 0 remove, 1 archive, 2 unarchive (restore), 3 negate',
+  PRIMARY KEY (graph, node_id, direction)
 ) ENGINE=InnoDB)";
 
 constexpr std::string_view create_counts_sql = R"(CREATE TABLE IF NOT EXISTS edge_counts (
@@ -115,30 +118,56 @@ std::vector<std::pair<core::shard_index, edge_row_key>> edge_rows_of(const core:
             {map.shard_of_id(e.destination_id), key_of(e, edge_direction::backward)}};
 }
 
+namespace {
+asio::awaitable<core::result<void>> async_migrate_node_states(mariadb_conn& conn);
+}  // namespace
+
 asio::awaitable<core::result<void>> async_create_edge_schema(mariadb_conn& conn) {
     if (auto r = co_await conn.async_execute(create_edges_sql); !r) co_return r;
     // Tables made before prev_state existed gain it (an instant ALTER in MariaDB 10.3+).
     if (auto r = co_await conn.async_execute(add_prev_state_sql); !r) co_return r;
-    if (auto r = co_await conn.async_execute(create_node_states_sql); !r) co_return r;
-    co_return co_await conn.async_execute(create_counts_sql);
+    if (auto r = co_await conn.async_execute(create_node_registers_sql); !r) co_return r;
+    if (auto r = co_await conn.async_execute(create_counts_sql); !r) co_return r;
+    co_return co_await async_migrate_node_states(conn);
 }
 
 namespace {
 
 using node_key = std::pair<std::string, std::int64_t>;
-using register_map = std::map<node_key, core::node_registers>;
+// (graph, node_id, direction): the registers of one direction of a node.
+using register_key = std::tuple<std::string, std::int64_t, int>;
+using register_map = std::map<register_key, core::node_registers>;
 
 // The rows one transaction of a node op recomputes at most: a node may have millions of edges.
 constexpr std::size_t node_chunk_rows = 1000;
 
-core::node_registers registers_of(const register_map& regs, const std::string& graph, std::int64_t node) {
-    const auto it = regs.find({graph, node});
+core::node_registers registers_of(const register_map& regs, const std::string& graph, std::int64_t node, int direction) {
+    const auto it = regs.find({graph, node, direction});
     return it == regs.end() ? core::node_registers{} : it->second;
 }
 
-// The registers of `nodes` (absent: never written), read with `lock` (" FOR UPDATE" or
-// " LOCK IN SHARE MODE": a locking read also locks the gap of an absent node, so a node op
-// and an edge op on the same shard serialize on the registers).
+// The two registers that face a row: its own node's in the row's direction, and the other
+// end's in the other direction (for s→d: s's forward and d's backward, on both rows).
+bool has_facing_registers(const register_map& regs, const edge_row_key& key) {
+    const int dir = static_cast<int>(key.direction);
+    return regs.contains({key.graph, key.node_id, dir}) || regs.contains({key.graph, key.other_id, 1 - dir});
+}
+
+core::edge_state effective_state(const register_map& regs, const edge_row_key& key, const core::edge_row& own) {
+    const int dir = static_cast<int>(key.direction);
+    return core::edge_effective_state(own, registers_of(regs, key.graph, key.node_id, dir),
+                                      registers_of(regs, key.graph, key.other_id, 1 - dir));
+}
+
+core::node_registers registers_from(const rows& r, std::size_t i, std::size_t first_column) {
+    const auto action = core::node_action_from_code(r.uint64_at(i, first_column + 2));
+    return core::node_registers{r.uint64_at(i, first_column), r.uint64_at(i, first_column + 1),
+                                action.value_or(core::node_action::unarchive)};
+}
+
+// The registers of `nodes`, both directions (absent: never written), read with `lock` (" FOR
+// UPDATE" or " LOCK IN SHARE MODE": a locking read also locks the gap of an absent node, so a
+// node op and an edge op on the same shard serialize on the registers).
 asio::awaitable<core::result<register_map>> async_read_registers(mariadb_conn& conn, const std::set<node_key>& nodes,
                                                                  std::string_view lock) {
     register_map out;
@@ -146,7 +175,8 @@ asio::awaitable<core::result<register_map>> async_read_registers(mariadb_conn& c
     // One `graph = g AND node_id IN (...)` term per graph, not row constructors: MariaDB plans
     // an IN list of constants on one key part far faster (2.4 ms against 9 ms for 2,000 nodes,
     // measured on the drain's batches), and it locks the same records and gaps.
-    std::string sql = "SELECT graph, node_id, removed_ts, archive_ts, archived FROM node_states FORCE INDEX (PRIMARY) WHERE ";
+    std::string sql =
+        "SELECT graph, node_id, direction, removed_ts, action_ts, action FROM node_registers FORCE INDEX (PRIMARY) WHERE ";
     sql.reserve(sql.size() + nodes.size() * 21 + 64);
     const std::string* graph = nullptr;
     for (const auto& [g, node] : nodes) {  // sorted by graph, then node
@@ -166,19 +196,35 @@ asio::awaitable<core::result<register_map>> async_read_registers(mariadb_conn& c
     auto r = co_await conn.async_query(sql);
     if (!r) co_return r.error();
     for (std::size_t i = 0; i < r.value().size(); ++i) {
-        out[{std::string(*r.value().at(i, 0)), r.value().int64_at(i, 1)}] =
-            core::node_registers{r.value().uint64_at(i, 2), r.value().uint64_at(i, 3), r.value().uint64_at(i, 4) != 0};
+        out[{std::string(*r.value().at(i, 0)), r.value().int64_at(i, 1), static_cast<int>(r.value().uint64_at(i, 2))}] =
+            registers_from(r.value(), i, 3);
     }
     co_return out;
+}
+
+// Writes registers (statements of the caller's transaction).
+asio::awaitable<core::result<void>> async_write_registers(mariadb_conn& conn,
+                                                          const std::vector<std::pair<register_key, core::node_registers>>& regs) {
+    if (regs.empty()) co_return core::success();
+    std::string upsert = "INSERT INTO node_registers (graph, node_id, direction, removed_ts, action_ts, action) VALUES ";
+    for (std::size_t i = 0; i < regs.size(); ++i) {
+        const auto& [key, r] = regs[i];
+        upsert += i ? ",(" : "(";
+        append_graph(upsert, std::get<0>(key));
+        fmt::format_to(std::back_inserter(upsert), ",{},{},{},{},{})", std::get<1>(key), std::get<2>(key), r.removed_ts,
+                       r.action_ts, static_cast<int>(r.action));
+    }
+    upsert += " ON DUPLICATE KEY UPDATE removed_ts = VALUES(removed_ts), action_ts = VALUES(action_ts), action = VALUES(action)";
+    co_return co_await conn.async_execute(upsert);
 }
 
 // Whether any node of `graph` has registers on this shard, by a locking read of the graph's
 // first register: when there is none, the next-key lock on the empty range blocks the insert
 // of any register of the graph until the caller's transaction ends.
 asio::awaitable<core::result<bool>> async_graph_has_registers(mariadb_conn& conn, std::string_view graph) {
-    std::string sql = "SELECT node_id FROM node_states FORCE INDEX (PRIMARY) WHERE graph = ";
+    std::string sql = "SELECT node_id FROM node_registers FORCE INDEX (PRIMARY) WHERE graph = ";
     append_graph(sql, graph);
-    sql += " ORDER BY graph, node_id LIMIT 1 LOCK IN SHARE MODE";
+    sql += " ORDER BY graph, node_id, direction LIMIT 1 LOCK IN SHARE MODE";
     auto r = co_await conn.async_query(sql);
     if (!r) co_return r.error();
     co_return r.value().size() > 0;
@@ -444,8 +490,7 @@ asio::awaitable<core::result<void>> async_recompute_rows(mariadb_conn& conn,
     std::vector<row_write> writes;
     count_deltas deltas;
     for (const auto& [key, row] : rows) {
-        const auto eff = core::edge_effective_state(row.own, registers_of(regs.value(), key.graph, key.node_id),
-                                                    registers_of(regs.value(), key.graph, key.other_id));
+        const auto eff = effective_state(regs.value(), key, row.own);
         if (eff == row.effective) continue;
         writes.push_back({key, row.own, eff});
         deltas.add(key, row.effective, -1);
@@ -507,6 +552,57 @@ asio::awaitable<core::result<void>> async_recompute_node(mariadb_conn& conn, con
     co_return core::success();
 }
 
+// Registers written before issue 17 (node_states: one pair for both directions of a node, and a
+// rule under which an edge write newer than an archive won over it) become node_registers rows of
+// both directions, and every row of such a node is recomputed under the current rule. One node at
+// a time: registers merged in, rows recomputed, then the old row deleted, so an interrupted
+// migration resumes where it stopped (every step is idempotent); the old table is dropped once
+// empty. Runs before the shard's worker applies anything (schema creation).
+asio::awaitable<core::result<void>> async_migrate_node_states(mariadb_conn& conn) {
+    std::size_t done = 0;
+    for (;;) {
+        auto old = co_await conn.async_query(
+            "SELECT graph, node_id, removed_ts, archive_ts, archived FROM node_states ORDER BY graph, node_id LIMIT 100");
+        if (!old) {
+            if (tables_missing(conn)) co_return core::success();  // nothing to migrate (or done)
+            co_return old.error();
+        }
+        if (old.value().size() == 0) break;
+        for (std::size_t i = 0; i < old.value().size(); ++i) {
+            const node_key n{std::string(*old.value().at(i, 0)), old.value().int64_at(i, 1)};
+            core::node_registers carried;
+            if (const auto removed_ts = old.value().uint64_at(i, 2)) carried = core::node_merge(carried, core::node_action::remove, removed_ts);
+            if (const auto archive_ts = old.value().uint64_at(i, 3)) {
+                carried = core::node_merge(
+                    carried, old.value().uint64_at(i, 4) ? core::node_action::archive : core::node_action::unarchive, archive_ts);
+            }
+            const std::set<node_key> one{n};
+            auto merged = co_await async_in_transaction(conn, [&]() -> asio::awaitable<core::result<void>> {
+                auto regs = co_await async_read_registers(conn, one, " FOR UPDATE");
+                if (!regs) co_return regs.error();
+                std::vector<std::pair<register_key, core::node_registers>> out;
+                for (int dir = 0; dir < 2; ++dir) {
+                    auto r = registers_of(regs.value(), n.first, n.second, dir);
+                    if (carried.removed_ts) r = core::node_merge(r, core::node_action::remove, carried.removed_ts);
+                    if (carried.action_ts) r = core::node_merge(r, carried.action, carried.action_ts);
+                    out.emplace_back(register_key{n.first, n.second, dir}, r);
+                }
+                co_return co_await async_write_registers(conn, out);
+            });
+            if (!merged) co_return merged;
+            if (auto c = co_await async_recompute_node(conn, n); !c) co_return c;
+            std::string del = "DELETE FROM node_states WHERE graph = ";
+            append_graph(del, n.first);
+            fmt::format_to(std::back_inserter(del), " AND node_id = {}", n.second);
+            if (auto d = co_await conn.async_execute(del); !d) co_return d;
+            if (++done % 1000 == 0) spdlog::info("node registers: {} nodes moved to per-direction registers so far", done);
+        }
+    }
+    if (auto d = co_await conn.async_execute("DROP TABLE IF EXISTS node_states"); !d) co_return d;
+    if (done > 0) spdlog::info("node registers: {} nodes moved to per-direction registers, their edges recomputed", done);
+    co_return core::success();
+}
+
 }  // namespace
 
 asio::awaitable<core::result<void>> async_apply_edges(mariadb_conn& conn, const core::shard_map& map,
@@ -517,10 +613,11 @@ asio::awaitable<core::result<void>> async_apply_edges(mariadb_conn& conn, const 
     // every shard (their registers are replicated).
     std::vector<std::pair<edge_row_key, const core::op*>> keyed;
     keyed.reserve(ops.size());
-    std::map<node_key, std::vector<const core::op*>> by_node;
+    std::map<register_key, std::vector<const core::op*>> by_node;  // by the directions they cover
     for (const core::op* o : ops) {
         if (const auto* n = std::get_if<core::node_op>(&o->body)) {
-            by_node[{n->graph, n->node_id}].push_back(o);
+            if (n->scope != core::node_scope::backward) by_node[{n->graph, n->node_id, 0}].push_back(o);
+            if (n->scope != core::node_scope::forward) by_node[{n->graph, n->node_id, 1}].push_back(o);
             continue;
         }
         const auto* e = std::get_if<core::edge_op>(&o->body);
@@ -552,27 +649,17 @@ asio::awaitable<core::result<void>> async_apply_edges(mariadb_conn& conn, const 
         // 1. The node ops' registers (before the edge rows, which read them).
         if (!by_node.empty()) {
             std::set<node_key> nodes;
-            for (const auto& [n, _] : by_node) nodes.insert(n);
+            for (const auto& [k, _] : by_node) nodes.insert({std::get<0>(k), std::get<1>(k)});
             auto regs = co_await async_read_registers(conn, nodes, " FOR UPDATE");
             if (!regs) co_return regs.error();
-            std::string upsert = "INSERT INTO node_states (graph, node_id, removed_ts, archive_ts, archived) VALUES ";
-            std::size_t changed = 0;
-            for (const auto& [n, node_ops] : by_node) {
-                const auto before = registers_of(regs.value(), n.first, n.second);
+            std::vector<std::pair<register_key, core::node_registers>> changed;
+            for (const auto& [k, node_ops] : by_node) {
+                const auto before = registers_of(regs.value(), std::get<0>(k), std::get<1>(k), std::get<2>(k));
                 auto after = before;
                 for (const core::op* o : node_ops) after = core::node_merge(after, std::get<core::node_op>(o->body).action, o->ts);
-                if (after == before) continue;
-                upsert += changed++ == 0 ? "(" : ",(";
-                append_graph(upsert, n.first);
-                fmt::format_to(std::back_inserter(upsert), ",{},{},{},{})", n.second, after.removed_ts, after.archive_ts,
-                               after.archived ? 1 : 0);
+                if (after != before) changed.emplace_back(k, after);
             }
-            if (changed > 0) {
-                upsert +=
-                    " ON DUPLICATE KEY UPDATE removed_ts = VALUES(removed_ts), archive_ts = VALUES(archive_ts),"
-                    " archived = VALUES(archived)";
-                if (auto w = co_await conn.async_execute(upsert); !w) co_return w;
-            }
+            if (auto w = co_await async_write_registers(conn, changed); !w) co_return w;
         }
         if (runs.empty()) co_return core::success();
 
@@ -616,8 +703,7 @@ asio::awaitable<core::result<void>> async_apply_edges(mariadb_conn& conn, const 
         plain.reserve(runs.size());
         for (const auto& run : runs) {
             const auto& key = keyed[run.begin].first;
-            const bool none = regs.value().empty() || (!regs.value().contains({key.graph, key.node_id}) &&
-                                                       !regs.value().contains({key.graph, key.other_id}));
+            const bool none = regs.value().empty() || !has_facing_registers(regs.value(), key);
             if (none) {
                 plain.emplace_back(key, fold(std::nullopt, run));
             } else {
@@ -658,8 +744,7 @@ asio::awaitable<core::result<void>> async_apply_edges(mariadb_conn& conn, const 
             std::optional<core::edge_row> before;
             if (it != existing.end()) before = it->second.own;
             const std::optional<core::edge_row> after = fold(before, run);
-            const auto eff = core::edge_effective_state(*after, registers_of(regs.value(), key.graph, key.node_id),
-                                                        registers_of(regs.value(), key.graph, key.other_id));
+            const auto eff = effective_state(regs.value(), key, *after);
             const bool had = it != existing.end();
             if (had && before == after && it->second.effective == eff) continue;
             writes.push_back({key, *after, eff});
@@ -672,8 +757,11 @@ asio::awaitable<core::result<void>> async_apply_edges(mariadb_conn& conn, const 
     });
     if (!r) co_return r;
 
-    // 3. The rows of each node op's node, in chunks of their own transactions.
-    for (const auto& [n, _] : by_node) {
+    // 3. The rows of each node op's node, in chunks of their own transactions (both directions:
+    // a recompute is a pure function, and a node op is rare beside edge writes).
+    std::set<node_key> recompute;
+    for (const auto& [k, _] : by_node) recompute.insert({std::get<0>(k), std::get<1>(k)});
+    for (const auto& n : recompute) {
         if (auto c = co_await async_recompute_node(conn, n); !c) co_return c;
     }
     co_return core::success();
@@ -877,9 +965,10 @@ asio::awaitable<core::result<std::vector<node_record>>> async_node_records(maria
         append_int(in, ids[i]);
     }
     // One statement: the registers (kind 0) and the count rows (kind 1) of every node asked.
-    std::string sql = "SELECT 0, node_id, removed_ts, archive_ts, archived FROM node_states FORCE INDEX (PRIMARY) WHERE graph = ";
+    std::string sql =
+        "SELECT 0, node_id, direction, removed_ts, action_ts, action FROM node_registers FORCE INDEX (PRIMARY) WHERE graph = ";
     append_graph(sql, graph);
-    sql += " AND node_id IN (" + in + ") UNION ALL SELECT 1, node_id, direction, state, count FROM edge_counts FORCE INDEX (PRIMARY) WHERE graph = ";
+    sql += " AND node_id IN (" + in + ") UNION ALL SELECT 1, node_id, direction, state, count, 0 FROM edge_counts FORCE INDEX (PRIMARY) WHERE graph = ";
     append_graph(sql, graph);
     sql += " AND node_id IN (" + in + ")";
     auto r = co_await conn.async_query(sql);
@@ -895,7 +984,8 @@ asio::awaitable<core::result<std::vector<node_record>>> async_node_records(maria
         auto& rec = by_id[static_cast<std::size_t>(at - ids.begin())];
         rec.known = true;
         if (rows.int64_at(i, 0) == 0) {
-            rec.registers = core::node_registers{rows.uint64_at(i, 2), rows.uint64_at(i, 3), rows.uint64_at(i, 4) != 0};
+            const auto direction = rows.uint64_at(i, 2);
+            if (direction < 2) rec.registers[direction] = registers_from(rows, i, 3);
         } else {
             const auto direction = rows.uint64_at(i, 2);
             const auto state = rows.uint64_at(i, 3);

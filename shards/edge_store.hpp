@@ -58,7 +58,7 @@ boost::asio::awaitable<core::result<void>> async_create_edge_schema(mariadb_conn
 // Applies, in one transaction, every row of ops that lives on `shard` (ops whose rows all
 // live elsewhere are ignored): locks the current rows, folds the ops onto them with
 // core::edge_merge, writes the changed rows and the count deltas. Node ops (core::node_op,
-// which touch every shard) merge into node_states in that transaction first, and each edge
+// which touch every shard) merge into node_registers in that transaction first, and each edge
 // row's effective state (column state; own_state holds the edge ops' own) is
 // core::edge_effective_state of the registers of both endpoints. After that commit, the rows
 // of each node op's node (node_id = node, other_id = node) are recomputed in chunks of 1000,
@@ -136,12 +136,12 @@ boost::asio::awaitable<core::result<std::vector<std::int64_t>>> async_count_many
 boost::asio::awaitable<core::result<std::vector<std::optional<core::edge_row>>>> async_multi_get(
     mariadb_conn& conn, std::string graph, std::span<const std::pair<std::int64_t, std::int64_t>> keys);
 
-// What the shard of a node knows of it (GET .../nodes/{id}): its node registers (node_states is
+// What the shard of a node knows of it (GET .../nodes/{id}): its node registers (node_registers is
 // on every shard, so the node's own shard has them once the node op is applied there) and its
 // edge counts by direction and state. known: it has had a node action or an edge row.
 struct node_record {
     bool known = false;
-    core::node_registers registers;
+    std::array<core::node_registers, 2> registers{};       // [direction]
     std::array<std::array<std::int64_t, 4>, 2> counts{};  // [direction][state]
 
     friend bool operator==(const node_record&, const node_record&) = default;

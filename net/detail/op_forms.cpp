@@ -97,7 +97,7 @@ std::variant<std::string, input_error> graph_of(const split_fields& f) {
 
 // {"model": "edge", "graph", then the fields of one edge of POST /v1/graphs/{graph}/edges}.
 edit_result parse_edge(gateway& gw, const simdjson::dom::object& fields) {
-    static constexpr std::string_view apart[] = {"graph", "node_id", "action"};
+    static constexpr std::string_view apart[] = {"graph", "node_id", "action", "direction"};
     const auto f = split(fields, apart, true);
     for (const auto key : {"node_id", "action"}) {
         if (f.find(key)) return input_error{key, "is a field of a node op (\"model\": \"node\")"};
@@ -119,10 +119,11 @@ json render_node(const gateway&, const core::op& o) {
                 {"graph", n.graph},
                 {"node_id", n.node_id},
                 {"action", std::string(core::node_action_name(n.action))},
+                {"direction", std::string(core::node_scope_name(n.scope))},
                 {"ts", core::hlc_ms(o.ts)}};
 }
 
-// {"model": "node", "graph", "node_id" (number or decimal string), "action", "ts"}, as
+// {"model": "node", "graph", "node_id" (number or decimal string), "action", "direction", "ts"}, as
 // POST /v1/graphs/{graph}/nodes/{node_id}/{action} with {"ts": ..}.
 edit_result parse_node(gateway& gw, const simdjson::dom::object& fields) {
     static constexpr std::string_view apart[] = {"graph", "node_id", "action"};
@@ -134,8 +135,8 @@ edit_result parse_node(gateway& gw, const simdjson::dom::object& fields) {
         return v->is_string() ? std::string(v->get_string().value_unsafe()) : simdjson::minify(*v);
     };
     const auto body = f.rest == "{}" ? std::string_view{} : std::string_view(f.rest);
-    auto one = parse_node_write(std::get<std::string>(graph), text_of(f.find("node_id")), text_of(f.find("action")), body,
-                                gw.clock, now_ms(), edge_write_options{});
+    auto one = parse_node_write(std::get<std::string>(graph), text_of(f.find("node_id")), text_of(f.find("action")),
+                                text_of(f.find("direction")), body, gw.clock, now_ms(), edge_write_options{});
     if (auto* e = std::get_if<input_error>(&one)) return *e;
     return std::move(std::get<core::op>(one));
 }

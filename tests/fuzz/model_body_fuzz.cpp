@@ -103,8 +103,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     switch (data[0] % 7) {
         case 0: check(net::parse_edge_writes("follows", body, clock, now_ms, edge_opts)); break;
         case 1: {
-            constexpr std::string_view actions[] = {"remove", "archive", "unarchive"};
-            check(net::parse_node_write("follows", "42", actions[(data[0] / 7) % 3], body, clock, now_ms, edge_opts));
+            constexpr std::string_view actions[] = {"remove", "archive", "negate", "restore"};
+            constexpr std::string_view directions[] = {"", "forward", "backward", "sideways"};
+            check(net::parse_node_write("follows", "42", actions[(data[0] / 7) % 4], directions[(data[0] / 28) % 4], body, clock,
+                                        now_ms, edge_opts));
             break;
         }
         case 2:

@@ -7,6 +7,7 @@
 #include "core/shard_map.hpp"
 #include "shards/edge_store.hpp"
 #include "shards/mariadb_conn.hpp"
+#include "tests/support/edge_model.hpp"
 #include "tests/support/test_shards.hpp"
 
 #include <gtest/gtest.h>
@@ -125,6 +126,59 @@ TEST(edge_apply_batch, registers_are_looked_up_per_graph) {
         shard, "SELECT graph, state, SUM(count) FROM edge_counts GROUP BY graph, state ORDER BY graph, state", db);
     ASSERT_TRUE(counts);
     EXPECT_EQ(counts.value(), (std::vector<std::string>{"free\t0\t2200", "held\t0\t1100", "held\t2\t1100"}));
+}
+
+// A shard from before issue 17 keeps one pair of node registers per node in node_states. Schema
+// creation moves them to per-direction registers and recomputes the node's rows under the
+// current rule, counts exact; a second run has nothing left to do.
+TEST(edge_apply_batch, old_node_registers_are_migrated_and_their_rows_recomputed) {
+    CAIRN_REQUIRE_SHARDS(1u);
+    one_shard t;
+    ASSERT_TRUE(t.connect());
+    auto& [shard, ioc, conn, map] = t;
+    auto edge = [](std::int64_t s, std::int64_t d, std::uint64_t ts) {
+        return core::op{0, ts, core::edge_op{"mig", s, d, core::edge_state::normal, 1, true}};
+    };
+    // Edges with no node op yet: the rows are plain, as an old shard would hold them after an
+    // archive whose edges were written later (the old rule let them stay normal).
+    const std::vector<core::op> written{edge(1, 2, 100), edge(1, 3, 300), edge(4, 1, 100), edge(5, 6, 100), edge(5, 7, 400)};
+    ASSERT_TRUE(run_on(ioc, shards::async_apply_edges(conn, map, 0, ptrs(written))));
+    ASSERT_TRUE(exec_sql(shard,
+                         {"CREATE TABLE node_states (graph VARBINARY(32) NOT NULL, node_id BIGINT NOT NULL, removed_ts BIGINT "
+                          "UNSIGNED NOT NULL, archive_ts BIGINT UNSIGNED NOT NULL, archived TINYINT UNSIGNED NOT NULL, "
+                          "PRIMARY KEY (graph, node_id)) ENGINE=InnoDB",
+                          // node 1 archived at 200; node 5 removed at 150, then unarchived at 250
+                          "INSERT INTO node_states VALUES ('mig', 1, 0, 200, 1), ('mig', 5, 150, 250, 0)"},
+                         db));
+
+    ASSERT_TRUE(run_on(ioc, shards::async_create_edge_schema(conn)));
+    auto ops = written;
+    ops.push_back({0, 200, core::node_op{"mig", 1, core::node_action::archive}});
+    ops.push_back({0, 150, core::node_op{"mig", 5, core::node_action::remove}});
+    ops.push_back({0, 250, core::node_op{"mig", 5, core::node_action::unarchive}});
+    const auto model = edge_model::of(ops);
+    auto rows = run_on(ioc, shards::async_dump_edges(conn));
+    ASSERT_TRUE(rows);
+    std::map<edge_key, core::edge_row> got;
+    for (const auto& e : rows.value()) got[{e.key.graph, e.key.node_id, static_cast<int>(e.key.direction), e.key.other_id}] = e.row;
+    EXPECT_TRUE(got == model.rows);
+    EXPECT_EQ(got.at({"mig", 1, 0, 3}).state, core::edge_state::archived);  // written after the archive: covered now
+    EXPECT_EQ(got.at({"mig", 5, 0, 6}).state, core::edge_state::removed);   // older than the remove
+    EXPECT_EQ(got.at({"mig", 5, 0, 7}).state, core::edge_state::normal);    // newer, and the node restored
+    auto counts = run_on(ioc, shards::async_dump_edge_counts(conn));
+    ASSERT_TRUE(counts);
+    std::map<count_key, std::int64_t> got_counts;
+    for (const auto& [k, n] : counts.value()) {
+        got_counts[{k.graph, k.node_id, static_cast<int>(k.direction), static_cast<int>(k.state)}] = n;
+    }
+    EXPECT_EQ(got_counts, model.counts);
+    auto regs = query_sql(shard, "SELECT node_id, direction, removed_ts, action_ts, action FROM node_registers ORDER BY 1, 2", db);
+    ASSERT_TRUE(regs);
+    EXPECT_EQ(regs.value(), (std::vector<std::string>{"1\t0\t0\t200\t1", "1\t1\t0\t200\t1", "5\t0\t150\t250\t2", "5\t1\t150\t250\t2"}));
+    auto gone = query_sql(shard, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'node_states'", db);
+    ASSERT_TRUE(gone);
+    EXPECT_EQ(gone.value().at(0), "0");
+    ASSERT_TRUE(run_on(ioc, shards::async_create_edge_schema(conn)));  // nothing left: a no-op
 }
 
 }  // namespace

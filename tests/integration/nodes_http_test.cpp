@@ -1,5 +1,6 @@
-// Whole-node ops end to end (issue 4) through the real cairnd and real shards: a node put on
-// ice and back, seen by pages and counts; bad input is a 400 and journals nothing. And the node
+// Whole-node ops end to end (issues 4, 17) through the real cairnd and real shards: a node put on
+// ice (covering edges written later) and back, one direction at a time, seen by pages, counts and
+// node records; bad input is a 400 and journals nothing. And the node
 // reads of issue 17: one node's record, many in one request, and `contains` for one edge.
 #include "tests/support/cairnd_fixture.hpp"
 #include "tests/support/e2e.hpp"
@@ -38,7 +39,7 @@ protected:
     }
 };
 
-TEST_F(nodes_http, a_node_put_on_ice_and_back_with_a_newer_edge_write_winning) {
+TEST_F(nodes_http, a_node_put_on_ice_covers_later_edges_and_comes_back_with_exactly_what_it_hid) {
     CAIRN_REQUIRE_SHARDS(2u);
     start("cairn_e2e_nodes");
     const std::uint64_t t0 = 1'790'000'000'000;
@@ -54,35 +55,96 @@ TEST_F(nodes_http, a_node_put_on_ice_and_back_with_a_newer_edge_write_winning) {
     ASSERT_TRUE(a);
     ASSERT_EQ(a->status, 202) << a->body;
     EXPECT_EQ(count(7, "forward", "normal"), 0);
-    EXPECT_EQ(count(7, "forward", "archived"), 20);
-    EXPECT_EQ(count(7, "forward", "negative"), 1);  // negative edges are left alone
+    EXPECT_EQ(count(7, "forward", "archived"), 21);  // the negative edge too: archived outranks negative
+    EXPECT_EQ(count(7, "forward", "negative"), 0);
     EXPECT_EQ(count(7, "backward", "archived"), 1);
     EXPECT_EQ(count(100, "forward", "archived"), 1);  // the other endpoint's row too
     auto e = http_get(port(), "/v1/graphs/follows/edges/7/105");
     ASSERT_TRUE(e);
     EXPECT_EQ(nlohmann::json::parse(e->body)["state"], "archived");
 
-    // An edge write newer than the archive wins over it.
+    // Edges written while the node is on ice, newer than the archive, are covered by it: an
+    // account put on ice gains no visible edges.
     w = http_post(port(), "/v1/graphs/follows/edges?wait=applied",
-                  fmt::format(R"({{"source_id": 7, "destination_id": 101, "ts": {}}})", t0 + 20));
+                  fmt::format(R"({{"edges": [{{"source_id": 7, "destination_id": 101, "ts": {0}}},)"
+                              R"({{"source_id": 7, "destination_id": 300, "ts": {0}}}, {{"source_id": 301, "destination_id": 7, "ts": {0}}}]}})",
+                              t0 + 20));
     ASSERT_TRUE(w);
     ASSERT_EQ(w->status, 202) << w->body;
-    EXPECT_EQ(count(7, "forward", "normal"), 1);
-    EXPECT_EQ(count(7, "forward", "archived"), 19);
+    EXPECT_EQ(count(7, "forward", "normal"), 0);
+    EXPECT_EQ(count(7, "forward", "archived"), 22);
+    EXPECT_EQ(count(7, "backward", "archived"), 2);
+    EXPECT_EQ(count(301, "forward", "archived"), 1);
 
-    auto u = http_post(port(), "/v1/graphs/follows/nodes/7/unarchive?wait=applied", "");
+    // Restored ("unarchive" is the same action): every edge shows its own state again.
+    auto u = http_post(port(), "/v1/graphs/follows/nodes/7/restore?wait=applied", "");
     ASSERT_TRUE(u);
     ASSERT_EQ(u->status, 202) << u->body;
-    EXPECT_EQ(count(7, "forward", "normal"), 20);
+    EXPECT_EQ(count(7, "forward", "normal"), 21);
+    EXPECT_EQ(count(7, "forward", "negative"), 1);
     EXPECT_EQ(count(7, "forward", "archived"), 0);
+    EXPECT_EQ(count(7, "backward", "normal"), 2);
     EXPECT_EQ(count(100, "forward", "normal"), 1);
 
     auto r = http_post(port(), "/v1/graphs/follows/nodes/7/remove?wait=applied", "");
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 202) << r->body;
     EXPECT_EQ(count(7, "forward", "normal"), 0);
-    EXPECT_EQ(count(7, "forward", "removed"), 21);
-    EXPECT_EQ(count(7, "backward", "removed"), 1);
+    EXPECT_EQ(count(7, "forward", "removed"), 22);
+    EXPECT_EQ(count(7, "backward", "removed"), 2);
+    // A remove destroys what existed: a restore brings back only the edges written after it.
+    w = http_post(port(), "/v1/graphs/follows/edges",
+                  R"({"source_id": 7, "destination_id": 400})");
+    ASSERT_TRUE(w);
+    ASSERT_EQ(w->status, 202) << w->body;
+    u = http_post(port(), "/v1/graphs/follows/nodes/7/unarchive?wait=applied", "");
+    ASSERT_TRUE(u);
+    ASSERT_EQ(u->status, 202) << u->body;
+    EXPECT_EQ(count(7, "forward", "normal"), 1);
+    EXPECT_EQ(count(7, "forward", "removed"), 22);
+}
+
+TEST_F(nodes_http, a_node_action_may_cover_one_direction) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    start("cairn_e2e_node_direction");
+    // 8 follows 1 and 2; 3 and 4 follow 8.
+    auto w = http_post(port(), "/v1/graphs/follows/edges",
+                       R"({"edges": [{"source_id": 8, "destination_id": 1}, {"source_id": 8, "destination_id": 2},)"
+                       R"({"source_id": 3, "destination_id": 8}, {"source_id": 4, "destination_id": 8}]})");
+    ASSERT_TRUE(w);
+    ASSERT_EQ(w->status, 202) << w->body;
+    // Its followers negated, its own follows untouched; then a new follower is negated too.
+    auto a = http_post(port(), "/v1/graphs/follows/nodes/8/negate?direction=backward", "");
+    ASSERT_TRUE(a);
+    ASSERT_EQ(a->status, 202) << a->body;
+    w = http_post(port(), "/v1/graphs/follows/edges?wait=applied", R"({"source_id": 5, "destination_id": 8})");
+    ASSERT_TRUE(w);
+    ASSERT_EQ(w->status, 202) << w->body;
+    EXPECT_EQ(count(8, "backward", "negative"), 3);
+    EXPECT_EQ(count(8, "backward", "normal"), 0);
+    EXPECT_EQ(count(8, "forward", "normal"), 2);
+    EXPECT_EQ(count(5, "forward", "negative"), 1);  // the follower's own row of the edge
+    auto n = get_json("/v1/graphs/follows/nodes/8");
+    EXPECT_EQ(n["backward"]["state"], "negative");
+    EXPECT_FALSE(n["backward"]["ts"].is_null());
+    EXPECT_EQ(n["forward"]["state"], "normal");
+    EXPECT_TRUE(n["forward"]["ts"].is_null());
+
+    // Its follows archived; then both directions restored at once.
+    a = http_post(port(), "/v1/graphs/follows/nodes/8/archive?direction=forward&wait=applied", "");
+    ASSERT_TRUE(a);
+    ASSERT_EQ(a->status, 202) << a->body;
+    EXPECT_EQ(count(8, "forward", "archived"), 2);
+    EXPECT_EQ(count(8, "backward", "negative"), 3);
+    a = http_post(port(), "/v1/graphs/follows/nodes/8/restore?direction=both&wait=applied", "");
+    ASSERT_TRUE(a);
+    ASSERT_EQ(a->status, 202) << a->body;
+    EXPECT_EQ(count(8, "forward", "normal"), 2);
+    EXPECT_EQ(count(8, "backward", "normal"), 3);
+    n = get_json("/v1/graphs/follows/nodes/8");
+    EXPECT_EQ(n["forward"]["state"], "normal");
+    EXPECT_EQ(n["backward"]["state"], "normal");
+    EXPECT_FALSE(n["forward"]["ts"].is_null());
 }
 
 TEST_F(nodes_http, bad_input_is_a_400_and_journals_nothing) {
@@ -105,6 +167,9 @@ TEST_F(nodes_http, bad_input_is_a_400_and_journals_nothing) {
         {"/v1/graphs/follows/nodes/7/archive", "[1]", "body"},
         {"/v1/graphs/follows/nodes/7/archive", "{", "body"},
         {"/v1/graphs/follows/nodes/7/archive?wait=maybe", "", "wait"},
+        {"/v1/graphs/follows/nodes/7/archive?direction=sideways", "", "direction"},
+        {"/v1/graphs/follows/nodes/7/archive?direction=", "", "direction"},
+        {"/v1/graphs/follows/nodes/7/archive?colour=red", "", "colour"},
     };
     for (const auto& c : cases) {
         auto res = http_post(port(), c.target, c.body);
@@ -160,8 +225,8 @@ TEST_F(nodes_http, a_node_record_shows_its_state_the_time_of_its_last_action_and
         EXPECT_EQ(n[d]["state"], "archived") << d;
         EXPECT_EQ(n[d]["ts_ms"], t0 + 10) << d;
     }
-    EXPECT_EQ(n["forward"]["counts"]["archived"], 2);
-    EXPECT_EQ(n["forward"]["counts"]["negative"], 1);
+    EXPECT_EQ(n["forward"]["counts"]["archived"], 3);  // the negative edge too: archived outranks negative
+    EXPECT_EQ(n["forward"]["counts"]["negative"], 0);
     EXPECT_EQ(n["backward"]["counts"]["archived"], 1);
 
     // A page over several states merges them in position order; a count takes one state.

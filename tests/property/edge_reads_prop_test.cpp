@@ -138,7 +138,7 @@ TEST(edge_reads, pages_counts_and_multi_get_equal_the_model) {
         for (auto& c : fx.conns) {
             RC_ASSERT(test::run_on(fx.ioc, c->async_execute("DELETE FROM edges")).has_value());
             RC_ASSERT(test::run_on(fx.ioc, c->async_execute("DELETE FROM edge_counts")).has_value());
-            RC_ASSERT(test::run_on(fx.ioc, c->async_execute("DELETE FROM node_states")).has_value());
+            RC_ASSERT(test::run_on(fx.ioc, c->async_execute("DELETE FROM node_registers")).has_value());
         }
         // Built through the real apply function, in random batches.
         std::size_t at = 0;

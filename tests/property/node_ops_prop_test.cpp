@@ -1,8 +1,10 @@
-// Whole-node ops (issue 4) against real MariaDB: random edge ops and node ops (remove, archive,
-// unarchive), shuffled, duplicated and batch-split, applied to two shards, must leave exactly
+// Whole-node ops (issues 4, 17) against real MariaDB: random edge ops and node ops (remove,
+// archive, negate, unarchive; both directions or one), shuffled, duplicated and batch-split,
+// applied to two shards, must leave exactly
 // the model's rows (effective state) and counts, and every node's record (GET .../nodes/{id}:
-// known, registers, counts by direction and state) read from its shard must be the model's; and a node of 10,000 edges archived and
-// un-archived in chunks while edge writes race with it ends exact.
+// known, registers per direction, counts by direction and state) read from its shard must be the
+// model's; and a node of 10,000 edges archived, un-archived and negated on one direction in chunks
+// while edge writes race with it ends exact.
 #include <utility>
 
 #include "core/hlc.hpp"
@@ -39,7 +41,7 @@ struct two_shards {
     }
     bool clear() {
         for (std::size_t s = 0; s < 2; ++s) {
-            for (const char* t : {"DELETE FROM edges", "DELETE FROM edge_counts", "DELETE FROM node_states"}) {
+            for (const char* t : {"DELETE FROM edges", "DELETE FROM edge_counts", "DELETE FROM node_registers"}) {
                 if (!test::run_on(ioc, conns[s]->async_execute(t))) return false;
             }
         }
@@ -87,9 +89,11 @@ struct two_shards {
 // What the model says GET .../nodes/{id} must show.
 shards::node_record expected_record(const test::edge_model& m, const std::string& graph, std::int64_t n) {
     shards::node_record rec;
-    if (auto it = m.registers.find({graph, n}); it != m.registers.end()) {
-        rec.known = true;
-        rec.registers = it->second;
+    for (int d = 0; d < 2; ++d) {
+        if (m.registers.contains({graph, n, d})) {
+            rec.known = true;
+            rec.registers[static_cast<std::size_t>(d)] = m.registers_of(graph, n, d);
+        }
     }
     for (const auto& [k, row] : m.rows) {
         if (std::get<0>(k) == graph && std::get<1>(k) == n) rec.known = true;
@@ -146,10 +150,11 @@ core::op edge_at(std::int64_t s, std::int64_t d, core::edge_state st, std::uint6
     return o;
 }
 
-core::op node_at(std::int64_t n, core::node_action a, std::uint64_t ms) {
+core::op node_at(std::int64_t n, core::node_action a, std::uint64_t ms,
+                 core::node_scope scope = core::node_scope::both) {
     core::op o;
     o.ts = core::hlc_make(1'700'000'000'000 + ms, 0, 2);
-    o.body = core::node_op{"follows", n, a};
+    o.body = core::node_op{"follows", n, a, scope};
     return o;
 }
 
@@ -236,6 +241,26 @@ TEST(node_ops, a_node_of_10000_edges_archived_and_unarchived_while_edge_writes_r
         const auto normal = model.counts.find({"follows", spammer, 0, static_cast<int>(core::edge_state::normal)});
         ASSERT_NE(normal, model.counts.end());
         EXPECT_GT(normal->second, 9'000);
+    }
+
+    // One direction only: the node's followers (its incoming edges) negated while new followers
+    // arrive, which the node's state covers; its 10,000 outgoing edges stay as they are.
+    std::vector<core::op> negate{node_at(spammer, core::node_action::negate, 300, core::node_scope::backward)};
+    std::vector<core::op> racing3;
+    for (std::int64_t i = 51; i <= 80; ++i) racing3.push_back(edge_at(i, spammer, core::edge_state::normal, 350));
+    for (std::int64_t i = 7; i <= n; i += 61) racing3.push_back(edge_at(spammer, i, core::edge_state::normal, 350));
+    ASSERT_TRUE(race(t, negate, racing3));
+    all.insert(all.end(), negate.begin(), negate.end());
+    all.insert(all.end(), racing3.begin(), racing3.end());
+    {
+        const auto model = test::edge_model::of(all);
+        const auto actual = t.dump();
+        ASSERT_TRUE(actual.has_value());
+        EXPECT_EQ(actual->counts, model.counts);
+        EXPECT_TRUE(actual->rows == model.rows);
+        EXPECT_EQ(model.counts.at({"follows", spammer, 1, static_cast<int>(core::edge_state::negative)}), 80);
+        EXPECT_FALSE(model.counts.contains({"follows", spammer, 1, static_cast<int>(core::edge_state::normal)}));
+        EXPECT_GT(model.counts.at({"follows", spammer, 0, static_cast<int>(core::edge_state::normal)}), 9'000);
     }
 }
 

@@ -60,7 +60,7 @@ std::string describe(const core::op& o) {
                 return fmt::format("edge {}->{} {} pos {}{}", b.source_id, b.destination_id,
                                    core::edge_state_name(b.state), b.position, b.sets_position ? "" : " (keep)");
             } else if constexpr (std::is_same_v<T, core::node_op>) {
-                return fmt::format("node {} {}", b.node_id, core::node_action_name(b.action));
+                return fmt::format("node {} {} {}", b.node_id, core::node_action_name(b.action), core::node_scope_name(b.scope));
             } else if constexpr (std::is_same_v<T, core::counter_op>) {
                 return fmt::format("counter {}[{}] +{}", b.metric, b.dimensions.empty() ? "" : b.dimensions[0], b.delta);
             } else if constexpr (std::is_same_v<T, core::cell_op>) {
@@ -223,7 +223,8 @@ private:
             core::node_op n;
             n.graph = "follows";
             n.node_id = static_cast<std::int64_t>(below(node_ids));
-            n.action = static_cast<core::node_action>(below(3));
+            n.action = static_cast<core::node_action>(below(4));
+            n.scope = static_cast<core::node_scope>(below(3));
             o.body = std::move(n);
         } else if (kind >= 12 && kind < 15) {
             // A cell of a few rows, columns and versions (so that writes race for one cell, and

@@ -33,17 +33,20 @@ inline rc::Gen<core::op> gen_edge_op(std::int64_t ids = 4, std::uint64_t ms_rang
         rc::gen::inRange<std::uint64_t>(1, 3), rc::gen::weightedElement<bool>({{4, false}, {1, true}}));
 }
 
-// Whole-node ops over the same key space and clock as gen_edge_op.
+// Whole-node ops over the same key space and clock as gen_edge_op: every action (remove,
+// archive, unarchive, negate), on both directions or one.
 inline rc::Gen<core::op> gen_node_op(std::int64_t ids = 4, std::uint64_t ms_range = 6) {
     return rc::gen::apply(
-        [](std::int64_t n, int action, std::uint64_t ms, std::uint64_t node, bool second_graph) {
+        [](std::int64_t n, int action, std::uint64_t ms, std::uint64_t node, bool second_graph, int scope) {
             core::op o;
             o.ts = core::hlc_make(1'700'000'000'000 + ms, 0, node);
-            o.body = core::node_op{second_graph ? "blocks" : "follows", n, static_cast<core::node_action>(action)};
+            o.body = core::node_op{second_graph ? "blocks" : "follows", n, static_cast<core::node_action>(action),
+                                   static_cast<core::node_scope>(scope)};
             return o;
         },
-        rc::gen::inRange<std::int64_t>(0, ids), rc::gen::inRange(0, 3), rc::gen::inRange<std::uint64_t>(0, ms_range),
-        rc::gen::inRange<std::uint64_t>(1, 3), rc::gen::weightedElement<bool>({{4, false}, {1, true}}));
+        rc::gen::inRange<std::int64_t>(0, ids), rc::gen::inRange(0, 4), rc::gen::inRange<std::uint64_t>(0, ms_range),
+        rc::gen::inRange<std::uint64_t>(1, 3), rc::gen::weightedElement<bool>({{4, false}, {1, true}}),
+        rc::gen::weightedElement<int>({{2, 0}, {1, 1}, {1, 2}}));
 }
 
 // Mostly edge ops, some node ops.

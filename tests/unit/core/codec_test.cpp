@@ -180,8 +180,30 @@ TEST(codec, rejects_a_node_op_with_an_unknown_action) {
     o.body = node_op{"follows", 7, node_action::unarchive};
     auto bytes = encode_op(o);
     ASSERT_EQ(static_cast<unsigned char>(bytes.back()), 2);
-    bytes.back() = 3;
+    bytes.back() = 4;
     EXPECT_EQ(decode_op(bytes).error(), errc::journal_corrupt);
+}
+
+TEST(codec, a_node_op_of_one_direction_carries_its_scope_and_one_of_both_is_the_old_record) {
+    op both;
+    both.ts = 5;
+    both.body = node_op{"follows", 7, node_action::negate};
+    op forward = both;
+    std::get<node_op>(forward.body).scope = node_scope::forward;
+    const auto old_bytes = encode_op(both);
+    const auto new_bytes = encode_op(forward);
+    EXPECT_EQ(new_bytes.size(), old_bytes.size() + 1);  // one more field, only when needed
+    ASSERT_TRUE(decode_op(old_bytes).has_value());
+    EXPECT_EQ(decode_op(old_bytes).value(), both);
+    ASSERT_TRUE(decode_op(new_bytes).has_value());
+    EXPECT_EQ(decode_op(new_bytes).value(), forward);
+    // A scope written as "both" in 4 fields, or an unknown scope, is not a record cairn writes.
+    for (const int bad : {0, 3, 200}) {
+        auto bytes = new_bytes;
+        ASSERT_EQ(static_cast<unsigned char>(bytes.back()), 1);
+        bytes.back() = static_cast<char>(bad);
+        EXPECT_FALSE(decode_op(bytes).has_value()) << bad;
+    }
 }
 
 TEST(codec, rejects_an_unknown_version) {

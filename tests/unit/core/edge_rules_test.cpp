@@ -1,4 +1,5 @@
 #include "core/edge_rules.hpp"
+#include "core/hlc.hpp"
 #include "tests/support/edge_gen.hpp"
 #include "tests/support/edge_model.hpp"
 
@@ -82,21 +83,27 @@ RC_GTEST_PROP(edge_rules, counts_equal_rows_by_state, ()) {
     RC_ASSERT(recount == m.counts);
 }
 
-// Whole-node ops (issue 4).
-TEST(edge_rules, node_registers_are_last_writer_wins) {
+// Whole-node ops (issues 4, 17).
+TEST(edge_rules, node_registers_keep_the_latest_action_by_ts_then_rank) {
     node_registers r;
     r = node_merge(r, node_action::archive, 500);
     r = node_merge(r, node_action::unarchive, 400);  // older: ignored
-    EXPECT_TRUE(r.archived);
-    EXPECT_EQ(r.archive_ts, 500u);
-    r = node_merge(r, node_action::unarchive, 500);  // same ts: archive wins
-    EXPECT_TRUE(r.archived);
+    EXPECT_EQ(r.action, node_action::archive);
+    EXPECT_EQ(r.action_ts, 500u);
+    r = node_merge(r, node_action::unarchive, 500);  // same ts: archive outranks restore
+    EXPECT_EQ(r.action, node_action::archive);
+    r = node_merge(r, node_action::negate, 500);  // and negate
+    EXPECT_EQ(r.action, node_action::archive);
     r = node_merge(r, node_action::unarchive, 600);
-    EXPECT_FALSE(r.archived);
-    r = node_merge(r, node_action::remove, 300);
+    EXPECT_EQ(r.action, node_action::unarchive);
+    r = node_merge(r, node_action::remove, 300);  // older than the restore: only removed_ts moves
     r = node_merge(r, node_action::remove, 200);
     EXPECT_EQ(r.removed_ts, 300u);
-    EXPECT_EQ(r.archive_ts, 600u);
+    EXPECT_EQ(r.action_ts, 600u);
+    EXPECT_EQ(r.action, node_action::unarchive);
+    r = node_merge(r, node_action::remove, 600);  // a tie: remove outranks everything
+    EXPECT_EQ(r.action, node_action::remove);
+    EXPECT_EQ(r.removed_ts, 600u);
 }
 
 TEST(edge_rules, effective_state_of_an_edge_under_node_ops) {
@@ -104,22 +111,32 @@ TEST(edge_rules, effective_state_of_an_edge_under_node_ops) {
     const edge_row negative{edge_state::negative, 1, 100, 100, true};
     const edge_row archived{edge_state::archived, 1, 100, 100, true};
     const node_registers none;
-    const node_registers on_ice{0, 200, true};
-    const node_registers thawed{0, 200, false};
-    const node_registers removed{200, 0, false};
-    const node_registers old_remove{50, 0, false};
+    const node_registers on_ice{0, 200, node_action::archive};
+    const node_registers negated{0, 200, node_action::negate};
+    const node_registers restored{0, 200, node_action::unarchive};
+    const node_registers removed{200, 200, node_action::remove};
+    const node_registers removed_then_restored{50, 60, node_action::unarchive};
     EXPECT_EQ(edge_effective_state(normal, none, none), edge_state::normal);
     EXPECT_EQ(edge_effective_state(normal, on_ice, none), edge_state::archived);
     EXPECT_EQ(edge_effective_state(normal, none, on_ice), edge_state::archived);
-    EXPECT_EQ(edge_effective_state(negative, on_ice, none), edge_state::negative);  // untouched
-    EXPECT_EQ(edge_effective_state(archived, thawed, none), edge_state::normal);
-    EXPECT_EQ(edge_effective_state(negative, thawed, none), edge_state::negative);
-    EXPECT_EQ(edge_effective_state(archived, thawed, on_ice), edge_state::archived);  // one endpoint still on ice
+    EXPECT_EQ(edge_effective_state(normal, negated, none), edge_state::negative);
+    EXPECT_EQ(edge_effective_state(archived, negated, none), edge_state::archived);  // the higher rank shows
+    EXPECT_EQ(edge_effective_state(negative, on_ice, none), edge_state::archived);
+    EXPECT_EQ(edge_effective_state(archived, restored, none), edge_state::archived);  // its own state: not hidden by a node
+    EXPECT_EQ(edge_effective_state(negative, restored, none), edge_state::negative);
+    EXPECT_EQ(edge_effective_state(normal, restored, on_ice), edge_state::archived);  // one end still on ice
     EXPECT_EQ(edge_effective_state(negative, removed, none), edge_state::removed);
-    EXPECT_EQ(edge_effective_state(normal, removed, thawed), edge_state::removed);
-    EXPECT_EQ(edge_effective_state(normal, old_remove, none), edge_state::normal);  // an edge write newer than the node op wins
+    EXPECT_EQ(edge_effective_state(normal, removed, restored), edge_state::removed);
+    // A remove destroys the edges older than it, whatever comes after; newer edges show again
+    // once the node is restored.
+    EXPECT_EQ(edge_effective_state(normal, removed_then_restored, none), edge_state::normal);
+    const edge_row older{edge_state::normal, 1, 40, 40, true};
+    EXPECT_EQ(edge_effective_state(older, removed_then_restored, none), edge_state::removed);
+    // A node on ice covers the edges written to it later too.
     const edge_row newer{edge_state::normal, 1, 300, 300, true};
-    EXPECT_EQ(edge_effective_state(newer, on_ice, removed), edge_state::normal);
+    EXPECT_EQ(edge_effective_state(newer, on_ice, none), edge_state::archived);
+    EXPECT_EQ(edge_effective_state(newer, none, removed), edge_state::removed);
+    EXPECT_EQ(edge_effective_state(newer, negated, none), edge_state::negative);
 }
 
 // Edge ops and node ops in any order, with any repetitions, give the same rows and counts.
@@ -145,16 +162,38 @@ TEST(node_status, the_latest_node_action_decides_and_a_remove_wins_a_tie) {
     EXPECT_EQ(node_status_of(r), (node_status{edge_state::normal, 200}));
     r = node_merge(r, node_action::remove, 200);  // a tie: the remove
     EXPECT_EQ(node_status_of(r), (node_status{edge_state::removed, 200}));
+    r = node_merge(r, node_action::negate, 250);
+    EXPECT_EQ(node_status_of(r), (node_status{edge_state::negative, 250}));
     r = node_merge(r, node_action::archive, 300);
     EXPECT_EQ(node_status_of(r), (node_status{edge_state::archived, 300}));
     // Any order of the same actions gives the same status.
     node_registers q;
     for (const auto& [a, ts] : std::vector<std::pair<node_action, std::uint64_t>>{
-             {node_action::archive, 300}, {node_action::remove, 200}, {node_action::unarchive, 200},
-             {node_action::remove, 150}, {node_action::archive, 100}}) {
+             {node_action::archive, 300}, {node_action::negate, 250}, {node_action::remove, 200},
+             {node_action::unarchive, 200}, {node_action::remove, 150}, {node_action::archive, 100}}) {
         q = node_merge(q, a, ts);
     }
     EXPECT_EQ(node_status_of(q), node_status_of(r));
+    EXPECT_EQ(q, r);
+}
+
+TEST(node_scope, one_direction_covers_only_its_rows_in_the_model) {
+    // 1 -> 2 and 2 -> 1; archiving 1's outgoing edges hides 1 -> 2 only (both of its rows).
+    auto edge = [](std::int64_t s, std::int64_t d, std::uint64_t ms) {
+        return op{0, hlc_make(1'700'000'000'000 + ms, 0, 1), edge_op{"follows", s, d, edge_state::normal, 1, true}};
+    };
+    auto m = test::edge_model::of({edge(1, 2, 1), edge(2, 1, 2),
+                                   op{0, hlc_make(1'700'000'000'000 + 3, 0, 1),
+                                      node_op{"follows", 1, node_action::archive, node_scope::forward}}});
+    EXPECT_EQ((m.rows.at({"follows", 1, 0, 2}).state), edge_state::archived);
+    EXPECT_EQ((m.rows.at({"follows", 2, 1, 1}).state), edge_state::archived);
+    EXPECT_EQ((m.rows.at({"follows", 2, 0, 1}).state), edge_state::normal);
+    EXPECT_EQ((m.rows.at({"follows", 1, 1, 2}).state), edge_state::normal);
+    // An edge written to 1 after the archive, outgoing: hidden; incoming: not.
+    m.apply(edge(1, 3, 4));
+    m.apply(edge(3, 1, 5));
+    EXPECT_EQ((m.rows.at({"follows", 1, 0, 3}).state), edge_state::archived);
+    EXPECT_EQ((m.rows.at({"follows", 3, 0, 1}).state), edge_state::normal);
 }
 
 TEST(edge_state_set, parses_names_in_any_order_and_prints_them_in_code_order) {
