@@ -225,14 +225,18 @@ std::variant<std::vector<core::op>, input_error> parse_edge_writes(std::string_v
 
 namespace {
 
-// One single-node query, {"node_id": .., "direction": "forward"|"backward", "state": ..}, at prefix
-// (e.g. "queries[2]") of a body; what names it in errors ("set query", "count query").
-std::variant<set_query, input_error> parse_node_query(simdjson::dom::element el, const std::string& prefix,
-                                                      std::string_view what) {
-    if (!el.is_object()) return input_error{prefix, "must be an object with node_id, direction and state"};
-    set_query q;
+// The fields of one single-node query, {"node_id": .., "direction": "forward"|"backward", "state":
+// ..}, at prefix (e.g. "queries[2]") of a body; what names it in errors ("set query", "count
+// query"); with many_states, "state" may name several, comma-separated.
+struct node_query_fields {
+    std::int64_t node_id = 0;
+    bool forward = true;
+    core::edge_state_set states = core::edge_state::normal;
+};
+std::variant<node_query_fields, input_error> parse_node_query_fields(simdjson::dom::object fields, const std::string& prefix,
+                                                                     std::string_view what, bool many_states) {
+    node_query_fields q;
     bool have_node = false;
-    const simdjson::dom::object fields = el.get_object().value_unsafe();
     for (auto [key, value] : fields) {
         if (key == "node_id") {
             auto id = id_of(value);
@@ -244,16 +248,35 @@ std::variant<set_query, input_error> parse_node_query(simdjson::dom::element el,
             if (d != "forward" && d != "backward") return input_error{field_name(prefix, key), "must be \"forward\" or \"backward\""};
             q.forward = d == "forward";
         } else if (key == "state") {
-            std::optional<core::edge_state> st;
-            if (value.is_string()) st = core::edge_state_from_name(value.get_string().value_unsafe());
-            if (!st) return input_error{field_name(prefix, key), "must be one of \"normal\", \"removed\", \"archived\", \"negative\""};
-            q.state = *st;
+            const std::string_view text = value.is_string() ? value.get_string().value_unsafe() : "";
+            if (many_states) {
+                auto st = core::edge_state_set_from_names(text);
+                if (!st) {
+                    return input_error{field_name(prefix, key),
+                                       "must be one or more of normal, removed, archived, negative, comma-separated"};
+                }
+                q.states = *st;
+            } else {
+                auto st = core::edge_state_from_name(text);
+                if (!st) return input_error{field_name(prefix, key), "must be one of \"normal\", \"removed\", \"archived\", \"negative\""};
+                q.states = *st;
+            }
         } else {
             return input_error{field_name(prefix, key), fmt::format("is not a known field of a {}", what)};
         }
     }
     if (!have_node) return input_error{field_name(prefix, "node_id"), "is required"};
     return q;
+}
+
+// One count query: one node, direction and state.
+std::variant<set_query, input_error> parse_node_query(simdjson::dom::element el, const std::string& prefix,
+                                                      std::string_view what) {
+    if (!el.is_object()) return input_error{prefix, "must be an object with node_id, direction and state"};
+    auto f = parse_node_query_fields(el.get_object().value_unsafe(), prefix, what, false);
+    if (auto* e = std::get_if<input_error>(&f)) return std::move(*e);
+    const auto& q = std::get<node_query_fields>(f);
+    return set_query{q.node_id, q.forward, q.states.list().front()};
 }
 
 }  // namespace
@@ -367,31 +390,13 @@ std::variant<set_term, input_error> parse_set_term(simdjson::dom::element el, co
     if (++leaves > set_queries_max) {
         return input_error{"queries", fmt::format("hold more than {} single-node queries in all", set_queries_max)};
     }
+    auto f = parse_node_query_fields(fields, prefix, "set query", true);
+    if (auto* e = std::get_if<input_error>(&f)) return std::move(*e);
+    const auto& q = std::get<node_query_fields>(f);
     set_term t;
-    bool have_node = false;
-    for (auto [key, value] : fields) {
-        if (key == "node_id") {
-            auto id = id_of(value);
-            if (!id) return input_error{field_name(prefix, key), "must be an integer between 0 and 9223372036854775807"};
-            t.node_id = *id;
-            have_node = true;
-        } else if (key == "direction") {
-            const std::string_view d = value.is_string() ? value.get_string().value_unsafe() : "";
-            if (d != "forward" && d != "backward") return input_error{field_name(prefix, key), "must be \"forward\" or \"backward\""};
-            t.forward = d == "forward";
-        } else if (key == "state") {
-            std::optional<core::edge_state_set> st;
-            if (value.is_string()) st = core::edge_state_set_from_names(value.get_string().value_unsafe());
-            if (!st) {
-                return input_error{field_name(prefix, key),
-                                   "must be one or more of normal, removed, archived, negative, comma-separated"};
-            }
-            t.states = *st;
-        } else {
-            return input_error{field_name(prefix, key), "is not a known field of a set query"};
-        }
-    }
-    if (!have_node) return input_error{field_name(prefix, "node_id"), "is required"};
+    t.node_id = q.node_id;
+    t.forward = q.forward;
+    t.states = q.states;
     return t;
 }
 
