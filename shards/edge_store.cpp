@@ -499,14 +499,26 @@ asio::awaitable<core::result<void>> async_recompute_rows(mariadb_conn& conn,
     co_return co_await async_write_rows(conn, writes, deltas);
 }
 
-// After a node op's registers are committed: recomputes every row of the node on this shard
-// (node_id = node, then other_id = node) a chunk of node_chunk_rows per transaction, each
-// chunk's counts exact in its own transaction. Interrupted part-way, the rows not reached
-// yet keep their old effective state (with exact counts) until the op is applied again
-// (the worker retries it: the op is not acknowledged before this returns), and a recompute
-// is a pure function of rows and registers, so repeating it is harmless.
-asio::awaitable<core::result<void>> async_recompute_node(mariadb_conn& conn, const node_key& node) {
+// Which of a node's directions a recompute covers: bit 0 forward, bit 1 backward.
+using direction_mask = unsigned;
+constexpr direction_mask both_directions = 3;
+
+// After a node op's registers are committed: recomputes the rows of the node on this shard that
+// face the registers of the directions in `directions` — for forward, the node's own forward rows
+// (node_id = node) and the backward rows of its edges at the other ends (other_id = node); for
+// backward, the mirror — a chunk of node_chunk_rows per transaction, each chunk's counts exact in
+// its own transaction. Interrupted part-way, the rows not reached yet keep their old effective
+// state (with exact counts) until the op is applied again (the worker retries it: the op is not
+// acknowledged before this returns), and a recompute is a pure function of rows and registers,
+// so repeating it is harmless.
+asio::awaitable<core::result<void>> async_recompute_node(mariadb_conn& conn, const node_key& node,
+                                                         direction_mask directions) {
+    CAIRN_ASSERT(directions != 0 && directions <= both_directions);
     const auto& [graph, id] = node;
+    // With one direction d: own rows of direction d, and others' rows of the other direction.
+    const std::string own_filter = directions == both_directions ? "" : fmt::format(" AND direction = {}", directions - 1);
+    const std::string other_filter =
+        directions == both_directions ? "" : fmt::format(" AND direction = {}", directions == 1 ? 1 : 0);
     for (const bool as_other : {false, true}) {
         // Cursor: (direction, other_id) for node_id = node; (node_id, direction) for other_id = node.
         std::optional<std::pair<std::int64_t, std::int64_t>> after;
@@ -517,6 +529,7 @@ asio::awaitable<core::result<void>> async_recompute_node(mariadb_conn& conn, con
                 sql += " FROM edges FORCE INDEX (PRIMARY) WHERE graph = ";
                 append_graph(sql, graph);
                 fmt::format_to(std::back_inserter(sql), " AND node_id = {}", id);
+                sql += own_filter;
                 if (after) {
                     fmt::format_to(std::back_inserter(sql), " AND (direction > {0} OR (direction = {0} AND other_id > {1}))",
                                    after->first, after->second);
@@ -526,6 +539,7 @@ asio::awaitable<core::result<void>> async_recompute_node(mariadb_conn& conn, con
                 sql += " FROM edges FORCE INDEX (by_other) WHERE graph = ";
                 append_graph(sql, graph);
                 fmt::format_to(std::back_inserter(sql), " AND other_id = {}", id);
+                sql += other_filter;
                 if (after) {
                     fmt::format_to(std::back_inserter(sql), " AND (node_id > {0} OR (node_id = {0} AND direction > {1}))",
                                    after->first, after->second);
@@ -590,7 +604,7 @@ asio::awaitable<core::result<void>> async_migrate_node_states(mariadb_conn& conn
                 co_return co_await async_write_registers(conn, out);
             });
             if (!merged) co_return merged;
-            if (auto c = co_await async_recompute_node(conn, n); !c) co_return c;
+            if (auto c = co_await async_recompute_node(conn, n, both_directions); !c) co_return c;
             std::string del = "DELETE FROM node_states WHERE graph = ";
             append_graph(del, n.first);
             fmt::format_to(std::back_inserter(del), " AND node_id = {}", n.second);
@@ -757,12 +771,12 @@ asio::awaitable<core::result<void>> async_apply_edges(mariadb_conn& conn, const 
     });
     if (!r) co_return r;
 
-    // 3. The rows of each node op's node, in chunks of their own transactions (both directions:
-    // a recompute is a pure function, and a node op is rare beside edge writes).
-    std::set<node_key> recompute;
-    for (const auto& [k, _] : by_node) recompute.insert({std::get<0>(k), std::get<1>(k)});
-    for (const auto& n : recompute) {
-        if (auto c = co_await async_recompute_node(conn, n); !c) co_return c;
+    // 3. The rows that face the registers the node ops changed, in chunks of their own
+    // transactions: a one-direction op leaves the node's other rows alone.
+    std::map<node_key, direction_mask> recompute;
+    for (const auto& [k, _] : by_node) recompute[{std::get<0>(k), std::get<1>(k)}] |= 1u << std::get<2>(k);
+    for (const auto& [n, directions] : recompute) {
+        if (auto c = co_await async_recompute_node(conn, n, directions); !c) co_return c;
     }
     co_return core::success();
 }
