@@ -133,7 +133,8 @@ TEST(edge_reads, pages_counts_and_multi_get_equal_the_model) {
     ASSERT_FALSE(HasFailure());
 
     const bool ok = rc::check("pages, cursors, counts and multi-get on random graphs equal the model", [&] {
-        // Edge ops and whole-node ops (remove, archive, unarchive): reads show effective states.
+        // Edge ops and whole-node ops (remove, archive, negate, unarchive; one direction or both):
+        // reads show effective states.
         const auto ops = *rc::gen::container<std::vector<core::op>>(test::gen_edge_or_node_op(ids, 12));
         for (auto& c : fx.conns) {
             RC_ASSERT(test::run_on(fx.ioc, c->async_execute("DELETE FROM edges")).has_value());
