@@ -573,6 +573,11 @@ asio::awaitable<core::result<void>> async_recompute_node(mariadb_conn& conn, con
 // migration resumes where it stopped (every step is idempotent); the old table is dropped once
 // empty. Runs before the shard's worker applies anything (schema creation).
 asio::awaitable<core::result<void>> async_migrate_node_states(mariadb_conn& conn) {
+    // Nearly every start finds no old table: ask the catalogue rather than fail a query on it.
+    auto exists = co_await conn.async_query(
+        "SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'node_states'");
+    if (!exists) co_return exists.error();
+    if (exists.value().size() == 0) co_return core::success();
     std::size_t done = 0;
     for (;;) {
         auto old = co_await conn.async_query(

@@ -190,6 +190,27 @@ bool race(two_shards& t, const std::vector<core::op>& a, const std::vector<core:
     return ok && done == 2;
 }
 
+// Races a and b on the shards, adds both to `all`, and checks that the shards hold the model of
+// `all` (rows and counts); returns that model for the caller's own checks.
+std::optional<test::edge_model> race_and_check(two_shards& t, std::vector<core::op>& all, const std::vector<core::op>& a,
+                                               const std::vector<core::op>& b) {
+    if (!race(t, a, b)) {
+        ADD_FAILURE() << "applying the racing ops failed";
+        return std::nullopt;
+    }
+    all.insert(all.end(), a.begin(), a.end());
+    all.insert(all.end(), b.begin(), b.end());
+    auto model = test::edge_model::of(all);
+    const auto actual = t.dump();
+    if (!actual) {
+        ADD_FAILURE() << "reading the shards failed";
+        return std::nullopt;
+    }
+    EXPECT_EQ(actual->counts, model.counts);
+    EXPECT_TRUE(actual->rows == model.rows);
+    return model;
+}
+
 TEST(node_ops, a_node_of_10000_edges_archived_and_unarchived_while_edge_writes_race) {
     CAIRN_REQUIRE_SHARDS(2u);
     test::fresh_database(db);
@@ -211,15 +232,10 @@ TEST(node_ops, a_node_of_10000_edges_archived_and_unarchived_while_edge_writes_r
     for (std::int64_t i = 1; i <= n; i += 97) racing.push_back(edge_at(spammer, i, core::edge_state::removed, 150));
     for (std::int64_t i = 2; i <= n; i += 89) racing.push_back(edge_at(spammer, i, core::edge_state::normal, 160));
     for (std::int64_t i = 3; i <= n; i += 83) racing.push_back(edge_at(spammer, i, core::edge_state::normal, 50));  // older
-    ASSERT_TRUE(race(t, archive, racing));
-    all.insert(all.end(), archive.begin(), archive.end());
-    all.insert(all.end(), racing.begin(), racing.end());
     {
-        const auto model = test::edge_model::of(all);
-        const auto actual = t.dump();
-        ASSERT_TRUE(actual.has_value());
-        EXPECT_EQ(actual->counts, model.counts);
-        EXPECT_TRUE(actual->rows == model.rows);
+        const auto checked = race_and_check(t, all, archive, racing);
+        ASSERT_TRUE(checked.has_value());
+        const auto& model = *checked;
         const auto archived = model.counts.find({"follows", spammer, 0, static_cast<int>(core::edge_state::archived)});
         ASSERT_NE(archived, model.counts.end());
         EXPECT_GT(archived->second, 9'000);  // the node is on ice
@@ -229,15 +245,10 @@ TEST(node_ops, a_node_of_10000_edges_archived_and_unarchived_while_edge_writes_r
     std::vector<core::op> unarchive{node_at(spammer, core::node_action::unarchive, 200)};
     std::vector<core::op> racing2;
     for (std::int64_t i = 5; i <= n; i += 71) racing2.push_back(edge_at(spammer, i, core::edge_state::archived, 250, false));
-    ASSERT_TRUE(race(t, racing2, unarchive));
-    all.insert(all.end(), unarchive.begin(), unarchive.end());
-    all.insert(all.end(), racing2.begin(), racing2.end());
     {
-        const auto model = test::edge_model::of(all);
-        const auto actual = t.dump();
-        ASSERT_TRUE(actual.has_value());
-        EXPECT_EQ(actual->counts, model.counts);
-        EXPECT_TRUE(actual->rows == model.rows);
+        const auto checked = race_and_check(t, all, racing2, unarchive);
+        ASSERT_TRUE(checked.has_value());
+        const auto& model = *checked;
         const auto normal = model.counts.find({"follows", spammer, 0, static_cast<int>(core::edge_state::normal)});
         ASSERT_NE(normal, model.counts.end());
         EXPECT_GT(normal->second, 9'000);
@@ -249,15 +260,10 @@ TEST(node_ops, a_node_of_10000_edges_archived_and_unarchived_while_edge_writes_r
     std::vector<core::op> racing3;
     for (std::int64_t i = 51; i <= 80; ++i) racing3.push_back(edge_at(i, spammer, core::edge_state::normal, 350));
     for (std::int64_t i = 7; i <= n; i += 61) racing3.push_back(edge_at(spammer, i, core::edge_state::normal, 350));
-    ASSERT_TRUE(race(t, negate, racing3));
-    all.insert(all.end(), negate.begin(), negate.end());
-    all.insert(all.end(), racing3.begin(), racing3.end());
     {
-        const auto model = test::edge_model::of(all);
-        const auto actual = t.dump();
-        ASSERT_TRUE(actual.has_value());
-        EXPECT_EQ(actual->counts, model.counts);
-        EXPECT_TRUE(actual->rows == model.rows);
+        const auto checked = race_and_check(t, all, negate, racing3);
+        ASSERT_TRUE(checked.has_value());
+        const auto& model = *checked;
         EXPECT_EQ(model.counts.at({"follows", spammer, 1, static_cast<int>(core::edge_state::negative)}), 80);
         EXPECT_FALSE(model.counts.contains({"follows", spammer, 1, static_cast<int>(core::edge_state::normal)}));
         EXPECT_GT(model.counts.at({"follows", spammer, 0, static_cast<int>(core::edge_state::normal)}), 9'000);
