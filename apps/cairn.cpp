@@ -257,7 +257,11 @@ int cmd_dead_reinject(const settings& s, const std::vector<std::uint64_t>& key, 
             std::cout << fmt::format("  shard {} seq {} -> seq {}\n", str(l["shard"]), str(l["seq"]), str(l["new_seq"]));
         }
     }
-    std::cout << "follow with: cairn errors ls, cairn trace SEQ\n";
+    if (key.size() == 2) {
+        std::cout << fmt::format("follow it with: cairn trace {}\n", key[1]);
+    } else {
+        std::cout << "follow them with: cairn errors ls (and cairn trace with the seq of one)\n";
+    }
     return exit_ok;
 }
 
@@ -349,7 +353,11 @@ int cmd_apply(const settings& s, bool pause, std::optional<unsigned> shard, bool
     std::vector<std::vector<std::string>> rows;
     for (const auto& sh : r["shards"]) rows.push_back({str(sh["shard"]), str(sh["paused"]), str(sh["applied_seq"])});
     print_table({"SHARD", "PAUSED", "APPLIED"}, rows);
-    if (pause) std::cout << "\nwrites are still acknowledged and wait in the journal; resume with: cairn apply resume\n";
+    if (pause) {
+        // The hint is the command that undoes this one, as it can be run.
+        std::cout << "\nwrites are still acknowledged and wait in the journal; resume with: cairn apply resume "
+                  << (all ? std::string("--all") : "--shard " + std::to_string(*shard)) << "\n";
+    }
     return exit_ok;
 }
 

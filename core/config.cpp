@@ -10,6 +10,16 @@
 #include <sstream>
 
 namespace cairn::core {
+
+std::string_view role_name(role r) noexcept {
+    switch (r) {
+        case role::none: return "none";
+        case role::read: return "read";
+        case role::write: return "write";
+        case role::admin: return "admin";
+    }
+    return "none";
+}
 namespace {
 
 // Reads keys of one TOML table, remembering which it saw so that unknown keys (typos) are
@@ -492,10 +502,7 @@ std::string config_to_toml(const config& c, bool redact_secrets) {
     if (!c.tokens.empty()) {
         toml::array tokens;
         for (const auto& t : c.tokens) {
-            const std::string_view role_name = t.token_role == role::admin   ? "admin"
-                                               : t.token_role == role::write ? "write"
-                                                                              : "read";
-            tokens.push_back(toml::table{{"token", secret(t.token)}, {"role", role_name}});
+            tokens.push_back(toml::table{{"token", secret(t.token)}, {"role", role_name(t.token_role)}});
         }
         root.insert("tokens", std::move(tokens));
     }

@@ -28,6 +28,9 @@ struct shard_config {
 // (the health probes) when tokens are configured.
 enum class role : std::uint8_t { none = 0, read = 1, write = 2, admin = 3 };
 
+// "none", "read", "write" or "admin": the names the config file and GET /v1/whoami use.
+std::string_view role_name(role r) noexcept;
+
 struct token_config {
     std::string token;
     role token_role = role::read;

@@ -64,19 +64,17 @@ response answer(const request& req, const json& j, http::status status = http::s
 }
 
 response not_found(const request& req, std::string_view detail) {
-    return problem(http::status::not_found, "not-found", "Not found", detail, std::nullopt, req.version(),
+    return problem(problems::not_found, detail, std::nullopt, req.version(),
                    req.keep_alive());
 }
 
 // A failed journal read or commit. The admin writes go through the same writer as client writes.
 response journal_problem(const request& req, const core::error_code& ec) {
     if (ec == core::errc::journal_corrupt) {
-        return problem(http::status::internal_server_error, "journal-corrupt", "Journal record corrupt",
-                       "a journal record does not decode; see the gateway's log", std::nullopt, req.version(),
+        return problem(problems::journal_corrupt, "a journal record does not decode; see the gateway's log", std::nullopt, req.version(),
                        req.keep_alive());
     }
-    auto res = problem(http::status::service_unavailable, "journal-unavailable", "Journal unavailable",
-                       fmt::format("the journal did not take the change: {}", ec.message()), std::nullopt,
+    auto res = problem(problems::journal_unavailable, fmt::format("the journal did not take the change: {}", ec.message()), std::nullopt,
                        req.version(), req.keep_alive());
     res.set(http::field::retry_after, "1");
     return res;
@@ -884,16 +882,18 @@ response trace(gateway& gw, route_context& ctx) {
 }  // namespace
 
 void add_admin_routes(router& r, gateway& gw) {
+    // Looking is for every reader (the dashboard of a read token shows everything); acting is admin's.
     const auto admin = core::role::admin;
-    r.add(http::verb::get, "/v1/admin/status", admin, [&gw](route_context& ctx) -> asio::awaitable<response> {
+    const auto look = core::role::read;
+    r.add(http::verb::get, "/v1/admin/status", look, [&gw](route_context& ctx) -> asio::awaitable<response> {
         if (auto e = detail::unknown_query_param(ctx.query, no_params)) co_return detail::bad_field(ctx.req, e->field, e->detail);
         co_return answer(ctx.req, render_status(gw));
     });
-    r.add(http::verb::get, "/v1/admin/dead", admin,
+    r.add(http::verb::get, "/v1/admin/dead", look,
           [&gw](route_context& ctx) -> asio::awaitable<response> { co_return list_dead(gw, ctx); });
     r.add(http::verb::delete_, "/v1/admin/dead", admin,
           [&gw](route_context& ctx) { return async_drop(gw, ctx, std::nullopt); });
-    r.add(http::verb::get, "/v1/admin/dead/{shard}/{seq}", admin,
+    r.add(http::verb::get, "/v1/admin/dead/{shard}/{seq}", look,
           [&gw](route_context& ctx) -> asio::awaitable<response> { co_return show_dead(gw, ctx); });
     r.add(http::verb::delete_, "/v1/admin/dead/{shard}/{seq}", admin, [&gw](route_context& ctx) -> asio::awaitable<response> {
         auto key = parse_key(ctx, gw.shards.size());
@@ -908,7 +908,7 @@ void add_admin_routes(router& r, gateway& gw) {
           [&gw](route_context& ctx) { return async_edit_dead(gw, ctx); });
     r.add(http::verb::post, "/v1/admin/dead/reinject", admin,
           [&gw](route_context& ctx) { return async_reinject(gw, ctx); });
-    r.add(http::verb::get, "/v1/admin/errors", admin,
+    r.add(http::verb::get, "/v1/admin/errors", look,
           [&gw](route_context& ctx) -> asio::awaitable<response> { co_return list_errors(gw, ctx); });
     r.add(http::verb::post, "/v1/admin/errors/retry-now", admin,
           [&gw](route_context& ctx) { return async_retry_now(gw, ctx); });
@@ -916,7 +916,7 @@ void add_admin_routes(router& r, gateway& gw) {
           [&gw](route_context& ctx) -> asio::awaitable<response> { co_return set_paused(gw, ctx, true); });
     r.add(http::verb::post, "/v1/admin/apply/resume", admin,
           [&gw](route_context& ctx) -> asio::awaitable<response> { co_return set_paused(gw, ctx, false); });
-    r.add(http::verb::get, "/v1/admin/trace/{seq}", admin,
+    r.add(http::verb::get, "/v1/admin/trace/{seq}", look,
           [&gw](route_context& ctx) -> asio::awaitable<response> { co_return trace(gw, ctx); });
 }
 

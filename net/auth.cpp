@@ -70,8 +70,7 @@ core::result<core::role> auth::authenticate(const request& req) const {
 }
 
 response auth::unauthorized(const request& req) {
-    response res = problem(http::status::unauthorized, "unauthorized", "Unauthorized",
-                           "a valid bearer token is required (Authorization: Bearer <token>)", std::nullopt,
+    response res = problem(problems::unauthorized, "a valid bearer token is required (Authorization: Bearer <token>)", std::nullopt,
                            req.version(), req.keep_alive());
     res.set(http::field::www_authenticate, "Bearer");
     return res;

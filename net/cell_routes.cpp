@@ -41,8 +41,7 @@ std::optional<response> check_table(const gateway& gw, const request& req, std::
     if (cells_of(gw).declared(table)) return std::nullopt;
     std::string declared;
     for (const auto& t : cells_of(gw).tables) declared += (declared.empty() ? "" : ", ") + t;
-    return problem(http::status::not_found, "unknown-cell-table", "Unknown cell table",
-                   fmt::format("no cell table '{}' is declared (declared: {})", table,
+    return problem(problems::unknown_cell_table, fmt::format("no cell table '{}' is declared (declared: {})", table,
                                declared.empty() ? "none; see [cells] tables in the config" : declared),
                    "table", req.version(), req.keep_alive());
 }
@@ -121,8 +120,7 @@ asio::awaitable<response> async_post_cells(gateway& gw, route_context& ctx) {
             if (it == existing->bodies.end() || it->second == c.body) continue;
             core::id16 id{};
             std::copy_n(c.row_key.begin(), 16, id.begin());
-            co_return problem(http::status::conflict, "cell-exists", "Cell exists",
-                              fmt::format("cell ({}, {}, {}) of table {} exists with another body; cells are immutable: "
+            co_return problem(problems::cell_exists, fmt::format("cell ({}, {}, {}) of table {} exists with another body; cells are immutable: "
                                           "write a new ref_key",
                                           core::format_id16(id), c.column, c.ref_key, table),
                               where(i), req.version(), req.keep_alive());
@@ -171,7 +169,7 @@ std::string render(const cell_path& p, const shards::stored_cell& c) {
 }
 
 response not_found(const request& req, std::string_view what) {
-    return problem(http::status::not_found, "not-found", "Not found", what, std::nullopt, req.version(), req.keep_alive());
+    return problem(problems::not_found, what, std::nullopt, req.version(), req.keep_alive());
 }
 
 // GET .../{row_key}/{column}/{ref_key} (one version) and .../{row_key}/{column} (the latest).

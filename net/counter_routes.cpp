@@ -34,8 +34,7 @@ const core::counter_catalog& catalog_of(const gateway& gw) {
 response unknown_metric(const gateway& gw, const request& req, std::string_view name) {
     std::string declared;
     for (const auto& m : catalog_of(gw).metrics) declared += (declared.empty() ? "" : ", ") + m.name;
-    return problem(http::status::not_found, "unknown-metric", "Unknown metric",
-                   fmt::format("no counter metric '{}' is declared (declared: {})", name,
+    return problem(problems::unknown_metric, fmt::format("no counter metric '{}' is declared (declared: {})", name,
                                declared.empty() ? "none; see [[counters.metrics]] in the config" : declared),
                    "metric", req.version(), req.keep_alive());
 }
@@ -206,8 +205,7 @@ asio::awaitable<core::error_code> async_read_all(gateway& gw, const shards::coun
 
 response read_problem(const gateway& gw, const request& req, const core::error_code& ec) {
     if (ec == core::errc::too_large) {
-        return problem(http::status::unprocessable_entity, "too-many-groups", "Too many groups",
-                       fmt::format("the breakdown has more than {} distinct values (counters.groups_max): add filters",
+        return problem(problems::too_many_groups, fmt::format("the breakdown has more than {} distinct values (counters.groups_max): add filters",
                                    catalog_of(gw).groups_max),
                        std::nullopt, req.version(), req.keep_alive());
     }
@@ -240,8 +238,7 @@ asio::awaitable<response> async_get_read(gateway& gw, route_context& ctx, read_k
     const auto& rr = std::get<read_request>(parsed);
     const auto* table = core::choose_counter_table(*m, rr.query);
     if (!table) {
-        co_return problem(http::status::unprocessable_entity, "no-table", "No table answers this query",
-                          no_table_detail(*m, rr.query), std::nullopt, req.version(), req.keep_alive());
+        co_return problem(problems::no_table, no_table_detail(*m, rr.query), std::nullopt, req.version(), req.keep_alive());
     }
     // One shard when the query names the shard_on dimension, else every shard.
     std::vector<core::shard_index> needed;

@@ -50,8 +50,7 @@ std::variant<entity_path, response> parse_path(const gateway& gw, const route_co
     if (!config_of(gw).declared(p.kind)) {
         std::string declared;
         for (const auto& k : config_of(gw).kinds) declared += (declared.empty() ? "" : ", ") + k;
-        return problem(http::status::not_found, "unknown-kind", "Unknown entity kind",
-                       fmt::format("no entity kind '{}' is declared (declared: {})", p.kind,
+        return problem(problems::unknown_kind, fmt::format("no entity kind '{}' is declared (declared: {})", p.kind,
                                    declared.empty() ? "none; see [entities] kinds in the config" : declared),
                        "kind", req.version(), req.keep_alive());
     }
@@ -119,15 +118,13 @@ asio::awaitable<response> async_get(gateway& gw, route_context& ctx) {
     const auto render = [&](std::optional<shards::stored_entity> found) {
         const auto id_text = core::format_id16_bytes(p.id);
         if (!found || found->deleted) {
-            return problem(http::status::not_found, "not-found", "Not found",
-                           found ? fmt::format("entity {} of kind {} was deleted (ts {})", id_text, p.kind, found->ts)
+            return problem(problems::not_found, found ? fmt::format("entity {} of kind {} was deleted (ts {})", id_text, p.kind, found->ts)
                                  : fmt::format("no entity {} of kind {}", id_text, p.kind),
                            std::nullopt, req.version(), req.keep_alive());
         }
         auto body = detail::stored_body_json(found->body);
         if (!body) {
-            return problem(http::status::internal_server_error, "body-corrupt", "Stored body does not decode",
-                           fmt::format("the stored body of entity {} does not decode", id_text), std::nullopt,
+            return problem(problems::body_corrupt, fmt::format("the stored body of entity {} does not decode", id_text), std::nullopt,
                            req.version(), req.keep_alive());
         }
         return json_response(http::status::ok,

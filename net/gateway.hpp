@@ -38,6 +38,7 @@ struct gateway {
     const core::entity_config* entities = nullptr;               // the declared entity kinds (none: nullptr)
     indexing::index_registry* indexes = nullptr;                 // index definitions (indexing/index_registry.hpp)
     indexing::cleaner* index_cleaner = nullptr;                  // index back-fill and repair (indexing/cleaner.hpp)
+    bool tokens_required = false;                                // [[tokens]] are configured (GET /v1/whoami says so)
 };
 
 }  // namespace cairn::net

@@ -185,8 +185,7 @@ asio::awaitable<response> async_create_index(gateway& gw, route_context& ctx) {
                                         def.kind, siblings, indexes_per_kind_max));
     }
     if (auto existing = gw.indexes->find(def.name)) {
-        co_return problem(http::status::conflict, "index-exists", "Index exists",
-                          fmt::format("index {} exists ({}); drop it first to define it again", def.name, render_def(*existing)),
+        co_return problem(problems::index_exists, fmt::format("index {} exists ({}); drop it first to define it again", def.name, render_def(*existing)),
                           "name", req.version(), req.keep_alive());
     }
     core::index_def_op op{def.name, false, core::encode_index_def(def)};
@@ -255,7 +254,7 @@ asio::awaitable<response> async_clean(gateway& gw, route_context& ctx, bool star
         co_await gw.indexes->async_refresh();
         auto def = gw.indexes->find(name);
         if (!def) {
-            co_return problem(http::status::not_found, "unknown-index", "Unknown index", fmt::format("no index '{}'", name),
+            co_return problem(problems::unknown_index, fmt::format("no index '{}'", name),
                               "name", req.version(), req.keep_alive());
         }
         std::size_t rate = cleaner_rate_default;
@@ -273,15 +272,14 @@ asio::awaitable<response> async_clean(gateway& gw, route_context& ctx, bool star
             }
         }
         if (!gw.index_cleaner->start(*def, rate, mode)) {
-            co_return problem(http::status::conflict, "cleaner-running", verify ? "Verify running" : "Cleaner running",
+            co_return problem(problems::cleaner_running,
                               fmt::format("a {} run of index {} is running; see GET /v1/indexes/{}/{}", run, name, name, run),
                               "name", req.version(), req.keep_alive());
         }
     }
     auto p = gw.index_cleaner->progress(name, verify);
     if (!p) {
-        co_return problem(http::status::not_found, verify ? "no-verify-run" : "no-cleaner-run",
-                          verify ? "No verify run" : "No cleaner run",
+        co_return problem(verify ? problems::no_verify_run : problems::no_cleaner_run,
                           fmt::format("no {} run of index {} has run on this gateway", run, name), "name", req.version(),
                           req.keep_alive());
     }
@@ -293,7 +291,7 @@ asio::awaitable<response> async_drop_index(gateway& gw, route_context& ctx) {
     const std::string name(ctx.params.get("name").value_or(""));
     co_await gw.indexes->async_refresh();
     if (!gw.indexes->find(name)) {
-        co_return problem(http::status::not_found, "unknown-index", "Unknown index", fmt::format("no index '{}'", name), "name",
+        co_return problem(problems::unknown_index, fmt::format("no index '{}'", name), "name",
                           req.version(), req.keep_alive());
     }
     core::index_def_op op{name, true, {}};
@@ -379,17 +377,14 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
     const std::string kind(ctx.params.get(cells ? "table" : "kind").value_or(""));
     const std::string name(ctx.params.get("index").value_or(""));
     if (cells && (!gw.cells || !gw.cells->declared(kind))) {
-        co_return problem(http::status::not_found, "unknown-cell-table", "Unknown cell table",
-                          fmt::format("no cell table '{}' is declared", kind), "table", req.version(), req.keep_alive());
+        co_return problem(problems::unknown_cell_table, fmt::format("no cell table '{}' is declared", kind), "table", req.version(), req.keep_alive());
     }
     if (!cells && (!gw.entities || !gw.entities->declared(kind))) {
-        co_return problem(http::status::not_found, "unknown-kind", "Unknown entity kind",
-                          fmt::format("no entity kind '{}' is declared", kind), "kind", req.version(), req.keep_alive());
+        co_return problem(problems::unknown_kind, fmt::format("no entity kind '{}' is declared", kind), "kind", req.version(), req.keep_alive());
     }
     auto def = gw.indexes->find(name);
     if (!def || def->kind != kind || def->on_cells() != cells) {
-        co_return problem(http::status::not_found, "unknown-index", "Unknown index",
-                          fmt::format("no index '{}' of {} {}", name, cells ? "cell table" : "kind", kind), "index",
+        co_return problem(problems::unknown_index, fmt::format("no index '{}' of {} {}", name, cells ? "cell table" : "kind", kind), "index",
                           req.version(), req.keep_alive());
     }
     std::vector<std::string> names;
@@ -448,8 +443,7 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
     const auto deadline = detail::fan_out_deadline(gw.lim);
     while (page.size() <= limit) {
         if (rows_read >= gw.lim.set_scan_rows_max) {
-            co_return problem(http::status::unprocessable_entity, "index-scan-budget", "Index query too expensive",
-                              fmt::format("more than {} index rows were read without filling the page (limits.set_scan_rows_max); "
+            co_return problem(problems::index_scan_budget, fmt::format("more than {} index rows were read without filling the page (limits.set_scan_rows_max); "
                                           "the index holds many stale rows: run the cleaner",
                                           gw.lim.set_scan_rows_max),
                               std::nullopt, req.version(), req.keep_alive());

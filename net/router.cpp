@@ -92,6 +92,14 @@ std::optional<std::string> route_context::query_param(std::string_view name) con
     return std::nullopt;
 }
 
+std::vector<router::route_info> router::routes() const {
+    std::vector<route_info> out;
+    for (const auto& p : paths_) {
+        for (const auto& m : p.methods) out.push_back({m.method, p.pattern, m.required});
+    }
+    return out;
+}
+
 std::pair<std::string_view, std::string_view> router::split_target(std::string_view target) noexcept {
     const auto q = target.find('?');
     if (q == std::string_view::npos) return {target, {}};
@@ -202,7 +210,7 @@ boost::asio::awaitable<response> router::async_route(const request& req, core::r
     }
 
     if (!path_known) {
-        co_return problem(http::status::not_found, "not-found", "Not Found", "no route matches this path",
+        co_return problem(problems::not_found, "no route matches this path",
                           std::nullopt, req.version(), req.keep_alive());
     }
     if (!found) {
@@ -220,8 +228,7 @@ boost::asio::awaitable<response> router::async_route(const request& req, core::r
             const auto name = http::to_string(v);
             allow.append(name.data(), name.size());
         }
-        response res = problem(http::status::method_not_allowed, "method-not-allowed", "Method Not Allowed",
-                               "this path does not support this method", std::nullopt, req.version(),
+        response res = problem(problems::method_not_allowed, "this path does not support this method", std::nullopt, req.version(),
                                req.keep_alive());
         res.set(http::field::allow, allow);
         co_return res;
@@ -230,8 +237,7 @@ boost::asio::awaitable<response> router::async_route(const request& req, core::r
         co_return auth::unauthorized(req);  // no token at all: ask for one
     }
     if (static_cast<int>(caller_role) < static_cast<int>(found->required)) {
-        co_return problem(http::status::forbidden, "forbidden", "Forbidden",
-                          "this token's role does not allow this route", std::nullopt, req.version(),
+        co_return problem(problems::forbidden, "this token's role does not allow this route", std::nullopt, req.version(),
                           req.keep_alive());
     }
 
@@ -245,8 +251,7 @@ boost::asio::awaitable<response> router::async_route(const request& req, core::r
         spdlog::error("handler for {} {} threw an unknown exception", to_string_view(http::to_string(req.method())),
                       paths_[route_index].pattern);
     }
-    co_return problem(http::status::internal_server_error, "internal", "Internal Server Error",
-                      "the server failed to handle this request", std::nullopt, req.version(), req.keep_alive());
+    co_return problem(problems::internal, "the server failed to handle this request", std::nullopt, req.version(), req.keep_alive());
 }
 
 }  // namespace cairn::net

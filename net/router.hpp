@@ -79,6 +79,15 @@ public:
     std::size_t pattern_count() const noexcept { return paths_.size(); }
     const std::string& pattern(std::size_t route_index) const { return paths_.at(route_index).pattern; }
 
+    // Every (method, pattern) added, with the role it needs, in the order added: what the API
+    // description must describe (the drift test compares the two).
+    struct route_info {
+        http::verb method;
+        std::string_view pattern;
+        core::role required;
+    };
+    std::vector<route_info> routes() const;
+
     // Splits a request target into path and query (without '?').
     static std::pair<std::string_view, std::string_view> split_target(std::string_view target) noexcept;
 

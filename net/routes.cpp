@@ -40,8 +40,7 @@ asio::awaitable<response> async_post_edges(gateway& gw, route_context& ctx) {
     opts.batch_ops_max = gw.lim.batch_ops_max;
     auto parsed = parse_edge_writes(graph, req.body(), gw.clock, core::system_wall_clock_ms(), opts);
     if (auto* err = std::get_if<input_error>(&parsed)) {
-        co_return problem(http::status::bad_request, "invalid-field", "Invalid request",
-                          fmt::format("{} {}", err->field, err->detail), err->field, req.version(), req.keep_alive());
+        co_return problem(problems::invalid_field, fmt::format("{} {}", err->field, err->detail), err->field, req.version(), req.keep_alive());
     }
     auto& ops = std::get<std::vector<core::op>>(parsed);
     if (auto e = detail::unknown_query_param(ctx.query, detail::write_query_params)) {
@@ -77,16 +76,14 @@ asio::awaitable<response> async_get_edge(gateway& gw, route_context& ctx, bool c
     const auto& req = ctx.req;
     const auto graph = ctx.params.get("graph").value_or("");
     if (!core::valid_graph_name(graph)) {
-        co_return problem(http::status::bad_request, "invalid-field", "Invalid request",
-                          "graph must be 1 to 32 characters of A-Z, a-z, 0-9 and _", "graph", req.version(),
+        co_return problem(problems::invalid_field, "graph must be 1 to 32 characters of A-Z, a-z, 0-9 and _", "graph", req.version(),
                           req.keep_alive());
     }
     const auto source = parse_id(ctx.params.get("source").value_or(""));
     const auto destination = parse_id(ctx.params.get("destination").value_or(""));
     if (!source || !destination) {
         const char* field = source ? "destination" : "source";
-        co_return problem(http::status::bad_request, "invalid-field", "Invalid request",
-                          fmt::format("{} must be an integer between 0 and 9223372036854775807", field), field,
+        co_return problem(problems::invalid_field, fmt::format("{} must be an integer between 0 and 9223372036854775807", field), field,
                           req.version(), req.keep_alive());
     }
     if (auto e = detail::unknown_query_param(ctx.query, get_edge_params)) {
@@ -105,8 +102,7 @@ asio::awaitable<response> async_get_edge(gateway& gw, route_context& ctx, bool c
     // Concurrent reads of single edges on one shard share one query (shards/point_batcher.hpp).
     auto r = co_await gw.shards.at(shard).edge_gets().async_get(std::string(graph), std::pair<std::int64_t, std::int64_t>(*source, *destination));
     if (!r) {
-        auto res = problem(http::status::service_unavailable, "shard-unavailable", "Shard unavailable",
-                           fmt::format("the shard holding this edge did not answer: {}", r.error().message()),
+        auto res = problem(problems::shard_unavailable, fmt::format("the shard holding this edge did not answer: {}", r.error().message()),
                            std::nullopt, req.version(), req.keep_alive());
         res.set(http::field::retry_after, "1");
         co_return res;
@@ -123,8 +119,7 @@ asio::awaitable<response> async_get_edge(gateway& gw, route_context& ctx, bool c
         co_return json_response(http::status::ok, std::move(body), req);
     }
     if (!r.value()) {
-        co_return problem(http::status::not_found, "not-found", "Not found",
-                          fmt::format("no edge {} -> {} in graph {}", *source, *destination, graph), std::nullopt,
+        co_return problem(problems::not_found, fmt::format("no edge {} -> {} in graph {}", *source, *destination, graph), std::nullopt,
                           req.version(), req.keep_alive());
     }
     co_return json_response(http::status::ok, render_edge(graph, *source, *destination, *r.value(), std::get<id_format>(ids)), req);
@@ -161,6 +156,7 @@ void add_api_routes(router& r, gateway& gw) {
     add_index_routes(r, gw);
     add_admin_routes(r, gw);
     add_replay_routes(r, gw);
+    add_asset_routes(r);
 }
 
 void add_edge_routes(router& r, gateway& gw) {
@@ -183,6 +179,15 @@ void add_health_routes(router& r, gateway& gw) {
         bool ready = false;
         auto body = render_ready(gw, ctx.query_param("verbose").has_value(), ready);
         co_return json_response(ready ? http::status::ok : http::status::service_unavailable, std::move(body), ctx.req);
+    });
+    // Who the caller is, for a client (the dashboard) that shows only what its token may do. Public:
+    // a caller without a valid token learns only that it has none.
+    r.add(http::verb::get, "/v1/whoami", core::role::none, [&gw](route_context& ctx) -> asio::awaitable<response> {
+        const bool authenticated = gw.tokens_required && ctx.caller_role != core::role::none;
+        co_return json_response(http::status::ok,
+                                fmt::format(R"({{"role":"{}","authenticated":{},"tokens_required":{}}})",
+                                            core::role_name(ctx.caller_role), authenticated, gw.tokens_required),
+                                ctx.req);
     });
     r.add(http::verb::get, "/metrics", core::role::read, [&gw](route_context& ctx) -> asio::awaitable<response> {
         response res{http::status::ok, ctx.req.version()};

@@ -15,7 +15,10 @@ void add_api_routes(router& r, gateway& gw);
 void add_edge_routes(router& r, gateway& gw);
 // Pages, counts and multi-get (net/edge_read_routes.cpp).
 void add_edge_read_routes(router& r, gateway& gw);
+// GET /livez, /readyz, /metrics and /v1/whoami (the caller's role).
 void add_health_routes(router& r, gateway& gw);
+// The embedded files (net/assets.hpp): GET /v1/openapi.json, /v1/asyncapi.json, /ui, /ui/, /ui/{file}.
+void add_asset_routes(router& r);
 // POST /v1/graphs/{graph}/sets: intersection, union, difference of single-node queries.
 void add_set_routes(router& r, gateway& gw);
 // Counters (issue 6): POST /v1/counters/{metric}, GET .../total, .../series, .../top, GET /v1/counters.

@@ -100,8 +100,7 @@ asio::awaitable<response> async_post_set(gateway& gw, route_context& ctx) {
         if (auto p = co_await detail::async_wait_after(gw, req, wait, std::move(needed))) co_return std::move(*p);
     }
     const auto too_costly = [&](std::string_view what) {
-        return problem(http::status::unprocessable_entity, "set-scan-budget", "Set operation too expensive",
-                       fmt::format("{} of this set operation needs more than {} rows read (limits.set_scan_rows_max); "
+        return problem(problems::set_scan_budget, fmt::format("{} of this set operation needs more than {} rows read (limits.set_scan_rows_max); "
                                    "narrow the queries{}",
                                    what, gw.lim.set_scan_rows_max, sr.count ? "" : " or use a smaller limit"),
                        "queries", req.version(), req.keep_alive());

@@ -160,8 +160,7 @@ public:
                 }
                 if (!m.error.empty()) {
                     metrics_.rejected.inc();
-                    enqueue(render_answer(m.id, problem(http::status::bad_request, "invalid-message", "Invalid message",
-                                                        m.error, m.error_field.empty() ? std::nullopt
+                    enqueue(render_answer(m.id, problem(problems::invalid_message, m.error, m.error_field.empty() ? std::nullopt
                                                                                        : std::optional<std::string_view>(m.error_field)),
                                           binary),
                             binary);
@@ -169,16 +168,14 @@ public:
                 }
                 if (stopping_) {
                     metrics_.rejected.inc();
-                    auto res = problem(http::status::service_unavailable, "shutting-down", "Shutting down",
-                                       "cairnd is stopping; send this request again after reconnecting");
+                    auto res = problem(problems::shutting_down, "cairnd is stopping; send this request again after reconnecting");
                     res.set(http::field::retry_after, "1");
                     enqueue(render_answer(m.id, res, binary), binary);
                     continue;
                 }
                 if (in_flight_ >= lim_.ws_in_flight_max) {
                     metrics_.rejected.inc();
-                    auto res = problem(http::status::too_many_requests, "too-many-in-flight", "Too many requests in flight",
-                                       "this connection already has " + std::to_string(lim_.ws_in_flight_max) +
+                    auto res = problem(problems::too_many_in_flight, "this connection already has " + std::to_string(lim_.ws_in_flight_max) +
                                            " requests running (limits.ws_in_flight_max); wait for answers before sending more");
                     res.set(http::field::retry_after, "1");
                     enqueue(render_answer(m.id, res, binary), binary);
@@ -222,8 +219,7 @@ private:
             answer = render_answer(m.id, res, binary);
         } catch (const std::exception& e) {
             spdlog::warn("websocket request failed: {}", e.what());
-            answer = render_answer(m.id, problem(http::status::internal_server_error, "internal-error", "Internal error",
-                                                 "the request failed inside cairnd; it was not applied unless its ack came"),
+            answer = render_answer(m.id, problem(problems::internal, "the request failed inside cairnd; it was not applied unless its ack came"),
                                    binary);
         }
         enqueue(std::move(answer), binary);
@@ -306,8 +302,7 @@ private:
 std::optional<response> handshake_problem(const request& req) {
     const auto version = req.find(http::field::sec_websocket_version);
     if (version == req.end() || req.count(http::field::sec_websocket_version) != 1 || version->value() != "13") {
-        auto res = problem(http::status::upgrade_required, "unsupported-websocket-version", "Upgrade Required",
-                           "Sec-WebSocket-Version must be 13", "Sec-WebSocket-Version", req.version(), false);
+        auto res = problem(problems::unsupported_websocket_version, "Sec-WebSocket-Version must be 13", "Sec-WebSocket-Version", req.version(), false);
         res.set(http::field::sec_websocket_version, "13");
         return res;
     }
@@ -319,8 +314,7 @@ std::optional<response> handshake_problem(const request& req) {
     const std::string_view k = key == req.end() ? std::string_view{} : to_string_view(key->value());
     if (req.count(http::field::sec_websocket_key) != 1 || k.size() != 24 || !k.ends_with("==") ||
         !std::all_of(k.begin(), k.end() - 2, is_base64)) {
-        return problem(http::status::bad_request, "malformed-request", "Bad Request",
-                       "Sec-WebSocket-Key must be one base64-encoded 16-byte nonce", "Sec-WebSocket-Key",
+        return problem(problems::malformed_request, "Sec-WebSocket-Key must be one base64-encoded 16-byte nonce", "Sec-WebSocket-Key",
                        req.version(), false);
     }
     return std::nullopt;

@@ -16,13 +16,12 @@ namespace cairn::net::detail {
 namespace asio = boost::asio;
 
 response bad_field(const request& req, std::string_view field, std::string_view detail) {
-    return problem(http::status::bad_request, "invalid-field", "Invalid request", fmt::format("{} {}", field, detail),
+    return problem(problems::invalid_field, fmt::format("{} {}", field, detail),
                    field, req.version(), req.keep_alive());
 }
 
 response shard_problem(const request& req, const core::error_code& ec) {
-    auto res = problem(http::status::service_unavailable, "shard-unavailable", "Shard unavailable",
-                       fmt::format("a shard this read needs did not answer: {}", ec.message()), std::nullopt,
+    auto res = problem(problems::shard_unavailable, fmt::format("a shard this read needs did not answer: {}", ec.message()), std::nullopt,
                        req.version(), req.keep_alive());
     res.set(http::field::retry_after, "1");
     return res;
@@ -92,8 +91,7 @@ response not_applied_problem(const request& req, std::uint64_t seq, const std::v
     std::string shards_json = "[";
     for (std::size_t i = 0; i < behind.size(); ++i) fmt::format_to(std::back_inserter(shards_json), "{}{}", i ? "," : "", behind[i]);
     shards_json += ']';
-    auto res = problem(http::status::gateway_timeout, "not-applied-yet", "Not applied yet",
-                       fmt::format("seq {} was not applied on shard(s) {} within {} ms{}", seq, shards_json,
+    auto res = problem(problems::not_applied_yet, fmt::format("seq {} was not applied on shard(s) {} within {} ms{}", seq, shards_json,
                                    timeout.count(), what),
                        std::nullopt, req.version(), req.keep_alive());
     // RFC 9457 extension members, so that a client can retry with ?after= without parsing text.

@@ -71,17 +71,14 @@ void log_end(const error_code& ec, const char* what) {
 std::optional<response> problem_for_read_error(const error_code& ec, const http::request_parser<http::string_body>& p) {
     const unsigned version = p.is_header_done() ? p.get().version() : 11;
     if (ec == http::error::body_limit) {
-        return problem(http::status::payload_too_large, "body-too-large", "Payload Too Large",
-                       "the request body exceeds the server's limit", std::nullopt, version, false);
+        return problem(problems::body_too_large, "the request body exceeds the server's limit", std::nullopt, version, false);
     }
     if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
-        return problem(http::status::request_header_fields_too_large, "header-too-large",
-                       "Request Header Fields Too Large", "the request header exceeds the server's limit", std::nullopt,
+        return problem(problems::header_too_large, "the request header exceeds the server's limit", std::nullopt,
                        version, false);
     }
     if (is_http_error(ec) && !is_expected_end(ec)) {
-        return problem(http::status::bad_request, "malformed-request", "Bad Request",
-                       fmt::format("the request is not valid HTTP/1.1: {}", ec.message()), std::nullopt, version,
+        return problem(problems::malformed_request, fmt::format("the request is not valid HTTP/1.1: {}", ec.message()), std::nullopt, version,
                        false);
     }
     return std::nullopt;
@@ -109,8 +106,7 @@ std::optional<response> framing_problem(const http::request_parser<http::string_
     const auto& h = p.get();
     const std::size_t hosts = h.count(http::field::host);
     if (hosts > 1 || (hosts == 0 && h.version() >= 11)) {
-        return problem(http::status::bad_request, "malformed-request", "Bad Request",
-                       hosts > 1 ? "the request has more than one Host header"
+        return problem(problems::malformed_request, hosts > 1 ? "the request has more than one Host header"
                                  : "an HTTP/1.1 request must have a Host header",
                        "Host", h.version(), false);
     }
@@ -119,8 +115,7 @@ std::optional<response> framing_problem(const http::request_parser<http::string_
         const bool lone_chunked =
             encodings == 1 && iequals(trim_ows(to_string_view(h[http::field::transfer_encoding])), "chunked");
         if (!lone_chunked) {
-            return problem(http::status::bad_request, "malformed-request", "Bad Request",
-                           "Transfer-Encoding must be the single value \"chunked\" (no other codings)",
+            return problem(problems::malformed_request, "Transfer-Encoding must be the single value \"chunked\" (no other codings)",
                            "Transfer-Encoding", h.version(), false);
         }
     }
@@ -215,8 +210,7 @@ asio::awaitable<void> server_state::async_reject(std::shared_ptr<server_state> s
     } slot{*self};
 
     beast::tcp_stream stream(std::move(socket));
-    response res = problem(http::status::service_unavailable, "too-many-connections", "Service Unavailable",
-                           "the server has too many open connections; retry shortly", std::nullopt, 11, false);
+    response res = problem(problems::too_many_connections, "the server has too many open connections; retry shortly", std::nullopt, 11, false);
     res.set(http::field::retry_after, "1");
     res.set(http::field::server, "cairn");
     const auto linger = linger_time(self->opts.lim);
@@ -485,7 +479,7 @@ asio::awaitable<void> http_session::async_serve(Stream& stream) {
                 co_await server_->upgrade(upgrade_stream(&stream), std::move(req), role, stop_notice_);
                 co_return;
             }
-            res = problem(http::status::not_found, "not-found", "Not Found", "WebSocket is not available yet",
+            res = problem(problems::not_found, "WebSocket is not available yet",
                           std::nullopt, req.version(), req.keep_alive());
         } else {
             res = co_await server_->routes.async_route(req, role, route_index);

@@ -31,28 +31,23 @@ constexpr std::size_t idempotency_key_bytes_max = 200;
 response journal_error(const request& req, const core::error_code& ec) {
     response res;
     if (ec == core::errc::journal_full) {
-        res = problem(http::status::service_unavailable, "journal-full", "Journal full",
-                      "the journal has reached its size limit; writes resume when applied ops are retired",
+        res = problem(problems::journal_full, "the journal has reached its size limit; writes resume when applied ops are retired",
                       std::nullopt, req.version(), req.keep_alive());
         res.set(http::field::retry_after, "30");
     } else if (ec == core::errc::disk_full) {
-        res = problem(http::status::service_unavailable, "disk-full", "Disk full",
-                      "the journal's disk is full; writes resume when there is room (nothing acknowledged is lost)",
+        res = problem(problems::disk_full, "the journal's disk is full; writes resume when there is room (nothing acknowledged is lost)",
                       std::nullopt, req.version(), req.keep_alive());
         res.set(http::field::retry_after, "30");
     } else if (ec == core::errc::overloaded) {
-        res = problem(http::status::service_unavailable, "overloaded", "Overloaded",
-                      "too many writes are waiting to be journaled or applied; retry later", std::nullopt,
+        res = problem(problems::overloaded, "too many writes are waiting to be journaled or applied; retry later", std::nullopt,
                       req.version(), req.keep_alive());
         res.set(http::field::retry_after, "1");
     } else if (ec == core::errc::shutting_down) {
-        res = problem(http::status::service_unavailable, "shutting-down", "Shutting down",
-                      "this gateway is shutting down; retry on another or later", std::nullopt, req.version(),
+        res = problem(problems::shutting_down, "this gateway is shutting down; retry on another or later", std::nullopt, req.version(),
                       req.keep_alive());
         res.set(http::field::retry_after, "5");
     } else {
-        res = problem(http::status::service_unavailable, "journal-failed", "Journal failed",
-                      "the journal cannot commit; this gateway must restart (nothing acknowledged is lost)",
+        res = problem(problems::journal_failed, "the journal cannot commit; this gateway must restart (nothing acknowledged is lost)",
                       std::nullopt, req.version(), req.keep_alive());
         res.set(http::field::retry_after, "10");
     }
@@ -97,8 +92,7 @@ asio::awaitable<response> async_journal_write(gateway& gw, route_context& ctx, s
     if (auto it = req.find("Idempotency-Key"); it != req.end()) {
         key = std::string(it->value());
         if (key.empty() || key.size() > idempotency_key_bytes_max || core::has_control_chars(key)) {
-            co_return problem(http::status::bad_request, "invalid-field", "Invalid request",
-                              fmt::format("Idempotency-Key must be 1 to {} bytes with no control characters",
+            co_return problem(problems::invalid_field, fmt::format("Idempotency-Key must be 1 to {} bytes with no control characters",
                                           idempotency_key_bytes_max),
                               "Idempotency-Key", req.version(), req.keep_alive());
         }

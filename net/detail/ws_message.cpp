@@ -134,7 +134,7 @@ message parse_unchecked(std::string_view data, bool binary) {
         return m;
     }
     for (const auto& [key, value] : j.items()) {
-        if (key != "id" && key != "method" && key != "path" && key != "body" && key != "idempotency_key") {
+        if (std::find(ws_message_members.begin(), ws_message_members.end(), key) == ws_message_members.end()) {
             m.error = "unknown member (known: id, method, path, body, idempotency_key)";
             m.error_field = key;
             return m;

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -17,6 +18,8 @@ namespace cairn::net::detail {
 // Nesting allowed in a message (its body included); deeper input is refused before it is
 // turned into objects, so that no recursive walk can exhaust the stack.
 inline constexpr int ws_message_depth_max = 32;
+// The members a message may have; any other is refused (docs/asyncapi.json's Request lists these).
+inline constexpr std::array<std::string_view, 5> ws_message_members = {"id", "method", "path", "body", "idempotency_key"};
 inline constexpr std::size_t ws_id_string_bytes_max = 128;
 
 // One parsed message, or why it is not one.

@@ -156,7 +156,7 @@ TEST(write_path_fault, a_shard_down_for_ten_seconds_keeps_writes_flowing_and_the
 
     writers w(gw.port(), 4);
     std::this_thread::sleep_for(1s);
-    ASSERT_EQ(run_script("scripts/shards stop --shard 2"), 0);
+    ASSERT_EQ(run_script("scripts/shards stop --shard 1"), 0);
     const auto acked_at_stop = w.acked();
     const auto down_since = std::chrono::steady_clock::now();
     double error_queue_max = 0;
@@ -165,7 +165,7 @@ TEST(write_path_fault, a_shard_down_for_ten_seconds_keeps_writes_flowing_and_the
         std::this_thread::sleep_for(200ms);
     }
     const auto acked_during = w.acked() - acked_at_stop;
-    ASSERT_EQ(run_script("scripts/shards start --shard 2"), 0);
+    ASSERT_EQ(run_script("scripts/shards start --shard 1"), 0);
     std::this_thread::sleep_for(1s);
     w.join();
     EXPECT_GT(acked_during, 100u) << "writes must keep being acknowledged while a shard is down";

@@ -2,6 +2,8 @@
 // 403 below the route's role, and no token ever written to the log.
 #include "tests/support/e2e.hpp"
 
+#include <tuple>
+
 #include <gtest/gtest.h>
 
 namespace cairn::test {
@@ -62,9 +64,21 @@ TEST(auth_http, roles_decide_and_tokens_are_never_logged) {
         {http::verb::get, "/metrics", read_token + "x", 401},
         {http::verb::get, "/metrics", std::nullopt, 401},
         {http::verb::get, "/metrics", read_token, 200},
+        // The admin routes: a reader may look (the dashboard of a read token), only admin may act.
+        {http::verb::get, "/v1/admin/status", std::nullopt, 401},
+        {http::verb::get, "/v1/admin/status", read_token, 200},
+        {http::verb::get, "/v1/admin/dead", read_token, 200},
+        {http::verb::get, "/v1/admin/errors", write_token, 200},
+        {http::verb::post, "/v1/admin/errors/retry-now", read_token, 403},
+        {http::verb::post, "/v1/admin/errors/retry-now", write_token, 403},
+        {http::verb::post, "/v1/admin/errors/retry-now", admin_token, 200},
+        // The API description and the dashboard's files are public; whoami tells anyone their role.
+        {http::verb::get, "/v1/openapi.json", std::nullopt, 200},
+        {http::verb::get, "/ui/", std::nullopt, 200},
+        {http::verb::get, "/v1/whoami", std::nullopt, 200},
     };
     for (const auto& c : cases) {
-        auto r = send(port, c.method, c.target, c.method == http::verb::post ? edge : "", c.bearer);
+        auto r = send(port, c.method, c.target, c.target == post ? edge : (c.method == http::verb::post ? R"({"all": true})" : ""), c.bearer);
         ASSERT_TRUE(r);
         EXPECT_EQ(r->status, c.status) << c.target << " with " << c.bearer.value_or("no token") << ": " << r->body;
         if (c.status >= 400) {
@@ -75,6 +89,17 @@ TEST(auth_http, roles_decide_and_tokens_are_never_logged) {
                 EXPECT_EQ(r->body.find(t), std::string::npos) << "a token was echoed in " << r->body;
             }
         }
+    }
+    for (const auto& [bearer, role, authenticated] : std::vector<std::tuple<std::optional<std::string>, std::string, bool>>{
+             {std::nullopt, "none", false}, {read_token + "x", "none", false}, {read_token, "read", true},
+             {write_token, "write", true}, {admin_token, "admin", true}}) {
+        auto r = send(port, http::verb::get, "/v1/whoami", "", bearer);
+        ASSERT_TRUE(r);
+        ASSERT_EQ(r->status, 200) << r->body;
+        const auto j = nlohmann::json::parse(r->body);
+        EXPECT_EQ(j["role"], role) << bearer.value_or("no token");
+        EXPECT_EQ(j["authenticated"], authenticated) << bearer.value_or("no token");
+        EXPECT_EQ(j["tokens_required"], true);
     }
     EXPECT_EQ(gw.terminate(), 0);
     const auto log = gw.log_tail(1 << 20);

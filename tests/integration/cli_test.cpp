@@ -404,6 +404,23 @@ TEST_F(cli, pause_holds_apply_while_writes_are_acknowledged_and_resume_releases_
     auto paused = cairn_json({"apply", "pause", "--all"});
     ASSERT_EQ(paused["shards"].size(), 2u);
     for (const auto& s : paused["shards"]) EXPECT_EQ(s["paused"], true);
+    // Pausing again as a person would (a table, not JSON) prints how to resume: a command that works
+    // as printed (run below, word for word).
+    const auto paused_table = cairn({"apply", "pause", "--all"});
+    ASSERT_EQ(paused_table.code, 0) << paused_table.err;
+    const std::string marker = "resume with: ";
+    const auto hint_at = paused_table.out.find(marker);
+    ASSERT_NE(hint_at, std::string::npos) << paused_table.out;
+    const std::string hint =
+        paused_table.out.substr(hint_at + marker.size(), paused_table.out.find('\n', hint_at) - hint_at - marker.size());
+    std::vector<std::string> hint_words;
+    for (std::istringstream words(hint); words;) {
+        std::string w;
+        if (words >> w) hint_words.push_back(w);
+    }
+    ASSERT_GE(hint_words.size(), 2u) << hint;
+    ASSERT_EQ(hint_words.front(), "cairn") << hint;
+    hint_words.erase(hint_words.begin());
 
     std::uint64_t last = 0;
     for (int i = 0; i < 20; ++i) last = write(fmt::format(R"({{"source_id": {}, "destination_id": {}}})", 100 + i, 200 + i));
@@ -428,7 +445,9 @@ TEST_F(cli, pause_holds_apply_while_writes_are_acknowledged_and_resume_releases_
     ASSERT_TRUE(before);
     EXPECT_EQ(before->status, 404);
 
-    auto resumed = cairn_json({"apply", "resume", "--all"});
+    const auto resumed_by_hint = cairn(hint_words);
+    ASSERT_EQ(resumed_by_hint.code, 0) << hint << ": " << resumed_by_hint.err;
+    auto resumed = cairn_json({"status"});
     for (const auto& s : resumed["shards"]) EXPECT_EQ(s["paused"], false);
     ASSERT_TRUE(wait_applied(cairnd_->port(), 20s));
     auto applied = cairn_json({"trace", std::to_string(last)});
@@ -450,7 +469,10 @@ TEST_F(cli, settings_come_from_flags_then_environment_then_the_config_file) {
     const std::string port = std::to_string(cairnd_->port());
     // No token: 401, exit 5.
     EXPECT_EQ(run_cairn({"status"}, {{"CAIRN_URL", url_}}).code, 5);
-    EXPECT_EQ(run_cairn({"status"}, {{"CAIRN_URL", url_}, {"CAIRN_TOKEN", "cli-test-reader-token-0123456"}}).code, 5);
+    // A reader may look (status) but not act (retry-now is admin's: 403, exit 5).
+    EXPECT_EQ(run_cairn({"status"}, {{"CAIRN_URL", url_}, {"CAIRN_TOKEN", "cli-test-reader-token-0123456"}}).code, 0);
+    EXPECT_EQ(run_cairn({"errors", "retry-now"}, {{"CAIRN_URL", url_}, {"CAIRN_TOKEN", "cli-test-reader-token-0123456"}}).code,
+              5);
     EXPECT_EQ(run_cairn({"status", "--json"}, {{"CAIRN_URL", url_}, {"CAIRN_TOKEN", token}}).code, 0);
     // A flag beats the environment.
     auto flagged = run_cairn({"--url", url_, "--token", token, "status"},

@@ -187,6 +187,7 @@ running* start() {
     g->cleaner = std::make_unique<indexing::cleaner>(g->ioc.get_executor(), *g->jn, *g->shard_set, *g->indexes, g->cfg.lim,
                                                      g->metrics);
     g->gw->index_cleaner = g->cleaner.get();
+    g->gw->tokens_required = !g->cfg.tokens.empty();
     net::add_api_routes(g->router, *g->gw);
     g->auth = std::make_unique<net::auth>(g->cfg.tokens);
     net::server_options so;
