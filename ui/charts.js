@@ -15,6 +15,19 @@ function themeColor(canvas, name, fallback) {
 
 // Sizes the canvas's backing store to its CSS box at the device's pixel ratio; returns the 2D
 // context scaled so that drawing uses CSS pixels, and the box's width and height.
+// The plotting area inside a canvas of width x height: room on the left for the y labels and at the
+// bottom for the time labels; the grid and label colours of the page's theme.
+function plotBox(canvas, width, height) {
+  return {
+    left: 52,
+    top: 10,
+    right: width - 10,
+    bottom: height - 22,
+    grid: themeColor(canvas, "--grid", "#e3e6ea"),
+    muted: themeColor(canvas, "--muted", "#667"),
+  };
+}
+
 function prepare(canvas) {
   const dpr = window.devicePixelRatio || 1;
   const width = Math.max(1, Math.round(canvas.clientWidth));
@@ -84,14 +97,7 @@ function drawFrame(ctx, box, { yMax, step }, formatY) {
 // `gapMs` between two points is drawn as a gap, not a straight line across it.
 export function drawLineChart(canvas, { series, from, to, formatY = String, gapMs = 10000, emptyText = "no data yet", integer = false }) {
   const { ctx, width, height } = prepare(canvas);
-  const box = {
-    left: 52,
-    top: 10,
-    right: width - 10,
-    bottom: height - 22,
-    grid: themeColor(canvas, "--grid", "#e3e6ea"),
-    muted: themeColor(canvas, "--muted", "#667"),
-  };
+  const box = plotBox(canvas, width, height);
   let max = 0;
   let any = false;
   for (const s of series) {
@@ -150,14 +156,7 @@ export function drawLineChart(canvas, { series, from, to, formatY = String, gapM
 // Bars of `points` ([{t, v}], in time order), labelled by `labelOf(t)` under some of them.
 export function drawBarChart(canvas, { points, formatY = String, labelOf = clockLabel, color = PALETTE[0], integer = true }) {
   const { ctx, width, height } = prepare(canvas);
-  const box = {
-    left: 52,
-    top: 10,
-    right: width - 10,
-    bottom: height - 22,
-    grid: themeColor(canvas, "--grid", "#e3e6ea"),
-    muted: themeColor(canvas, "--muted", "#667"),
-  };
+  const box = plotBox(canvas, width, height);
   const max = points.reduce((m, p) => Math.max(m, p.v), 0);
   const scale = yScale(max, integer);
   const { yMax } = scale;
