@@ -29,6 +29,16 @@ namespace {
 using namespace cairn;
 using namespace cairn::cli;
 
+// v as one word of a POSIX shell command: as it is when it is plain, else in single quotes.
+std::string shell_word(const std::string& v) {
+    if (!v.empty() && v.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,:/") == std::string::npos) {
+        return v;
+    }
+    std::string out = "'";
+    for (char c : v) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
 // The filters shared by dead ls, reinject and drop.
 struct dead_filter_args {
     std::optional<unsigned> shard;
@@ -45,6 +55,17 @@ struct dead_filter_args {
         sub->add_option("--newer-than", newer_than, "only those that died at most this long ago");
     }
     bool any() const { return shard || !model.empty() || !error.empty() || !older_than.empty() || !newer_than.empty(); }
+    // The filters as command-line flags (each with a leading space), quoted for a POSIX shell.
+    std::string flags() const {
+        std::string out;
+        auto add = [&](std::string_view flag, const std::string& v) { out += fmt::format(" {} {}", flag, shell_word(v)); };
+        if (shard) add("--shard", std::to_string(*shard));
+        if (!model.empty()) add("--model", model);
+        if (!error.empty()) add("--error", error);
+        if (!older_than.empty()) add("--older-than", older_than);
+        if (!newer_than.empty()) add("--newer-than", newer_than);
+        return out;
+    }
     std::string query() const {
         std::string q;
         auto add = [&](std::string_view k, const std::string& v) { q += fmt::format("{}{}={}", q.empty() ? "" : "&", k, encode(v)); };
@@ -124,8 +145,10 @@ int cmd_dead_ls(const settings& s, const dead_filter_args& f, unsigned limit, co
         print_table({"SHARD", "SEQ", "ATTEMPTS", "DIED", "OP", "LAST ERROR"}, rows);
     }
     if (!page["next_cursor"].is_null()) {
-        std::cout << fmt::format("\nmore: cairn dead ls --cursor {}{}\n", page["next_cursor"].get<std::string>(),
-                                 f.any() ? " (with the same filters)" : "");
+        // The next page's command, with this one's filters, as it can be run.
+        std::cout << fmt::format("\nmore: cairn dead ls{}{} --cursor {}\n", f.flags(),
+                                 limit != 100 ? fmt::format(" --limit {}", limit) : std::string(),
+                                 page["next_cursor"].get<std::string>());
     }
     return exit_ok;
 }

@@ -86,13 +86,13 @@ bool wait_applied(const settings& s, std::uint64_t seq, unsigned timeout_s) {
         const json st = call(s, "GET", "/v1/admin/status");
         std::uint64_t behind = 0;
         std::uint64_t min_applied = seq;
-        bool paused = false;
+        std::vector<std::string> paused;  // the shards behind that are paused
         for (const auto& sh : st["shards"]) {
             const auto applied = sh["applied_seq"].get<std::uint64_t>();
             if (applied < seq) {
                 ++behind;
                 min_applied = std::min(min_applied, applied);
-                paused = paused || sh.value("paused", false);
+                if (sh.value("paused", false)) paused.push_back(sh["shard"].dump());
             }
         }
         if (behind == 0) {
@@ -104,7 +104,9 @@ bool wait_applied(const settings& s, std::uint64_t seq, unsigned timeout_s) {
             return false;
         }
         p.show(fmt::format("waiting for {} shard(s) to apply through seq {} (slowest at {}){}", behind, seq, min_applied,
-                           paused ? "; a shard is paused: cairn apply resume" : ""));
+                           paused.empty()      ? std::string()
+                           : paused.size() == 1 ? "; shard " + paused[0] + " is paused: cairn apply resume --shard " + paused[0]
+                                                : "; shards are paused: cairn apply resume --all"));
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
 }

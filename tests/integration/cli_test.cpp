@@ -236,6 +236,27 @@ TEST_F(cli, a_dead_letter_is_shown_edited_reinjected_and_applied) {
     auto status_table = cairn({"status"});
     EXPECT_NE(status_table.out.find("FAILED/MIN"), std::string::npos) << status_table.out;
     EXPECT_EQ(cairn_json({"errors", "ls"})["errors"].size(), 0u);
+
+    // Two more poison ops: a page of one names the next page's command, with the filters (one quoted
+    // for the shell), and that command works as printed.
+    std::vector<std::uint64_t> more;
+    for (std::int64_t n = c; more.size() < 2;) {
+        n = id_on_shard(1, n + 1);
+        more.push_back(write(fmt::format(R"({{"source_id": {0}, "destination_id": {0}, "position": 666}})", n)));
+    }
+    for (const auto m : more) ASSERT_EQ(wait_trace(m, "dead")["state"], "dead");
+    const auto first_page = cairn({"dead", "ls", "--shard", shard_s, "--error", "666 is refused", "--limit", "1"});
+    ASSERT_EQ(first_page.code, 0) << first_page.err;
+    const auto more_at = first_page.out.find("more: ");
+    ASSERT_NE(more_at, std::string::npos) << first_page.out;
+    const std::string next = first_page.out.substr(more_at + 6, first_page.out.find('\n', more_at) - more_at - 6);
+    EXPECT_EQ(next.rfind("cairn dead ls --shard " + shard_s + " --error '666 is refused' --limit 1 --cursor ", 0), 0u) << next;
+    const auto second_page = run_program("/bin/sh", {"-c", shell_quote(CAIRN_CAIRN_PATH) + next.substr(5) + " --json"},
+                                         {{"CAIRN_URL", url_}});
+    ASSERT_EQ(second_page.code, 0) << next << ": " << second_page.err;
+    const auto page = second_page.json();
+    ASSERT_EQ(page["dead"].size(), 1u) << page.dump();
+    EXPECT_EQ(page["dead"][0]["seq"], more[1]) << page.dump();
 }
 
 // An edge whose ends live on two shards: its forward row is refused on the source's shard while the
