@@ -17,7 +17,7 @@ import json
 import random
 import ssl as _ssl
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Deque, Dict, Optional, Sequence, Set, Union
+from typing import Any, AsyncIterator, Awaitable, Callable, Deque, Dict, Optional, Sequence, Set, Union
 
 from ._api import Api, Call
 from ._http import HttpTransport, parse_retry_after, split_url
@@ -500,55 +500,40 @@ class AsyncClient(Api):
 
     # --- iterators over pages ---------------------------------------------------------------
 
-    async def iter_edges(self, graph: str, node_id: int, *, direction: str = "forward",
-                         state: Union[str, Sequence[str]] = "normal", page_size: int = 100, after: After = None,
-                         timeout_ms: Optional[int] = None) -> AsyncIterator[Edge]:
+    @staticmethod
+    async def _walk(fetch: Callable[[Optional[str]], Awaitable[Any]], items: str) -> AsyncIterator[Any]:
+        """The items of every page, first to last: fetch(cursor) reads one page, the next cursor."""
+        cursor = None
+        while True:
+            page = await fetch(cursor)
+            for item in getattr(page, items):
+                yield item
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    def iter_edges(self, graph: str, node_id: int, *, direction: str = "forward",
+                   state: Union[str, Sequence[str]] = "normal", page_size: int = 100, after: After = None,
+                   timeout_ms: Optional[int] = None) -> AsyncIterator[Edge]:
         """Every edge of a node, newest first, page after page (``async for``)."""
-        cursor = None
-        while True:
-            page = await self.edges_page(graph, node_id, direction=direction, state=state, limit=page_size,
-                                         cursor=cursor, after=after, timeout_ms=timeout_ms)
-            for e in page.edges:
-                yield e
-            if not page.next_cursor:
-                return
-            cursor = page.next_cursor
+        return self._walk(lambda cursor: self.edges_page(graph, node_id, direction=direction, state=state,
+                                                         limit=page_size, cursor=cursor, after=after,
+                                                         timeout_ms=timeout_ms), "edges")
 
-    async def iter_set(self, graph: str, expr: Any, *, order: str = "asc", page_size: int = 100,
-                       after: After = None, timeout_ms: Optional[int] = None) -> AsyncIterator[int]:
+    def iter_set(self, graph: str, expr: Any, *, order: str = "asc", page_size: int = 100,
+                 after: After = None, timeout_ms: Optional[int] = None) -> AsyncIterator[int]:
         """Every node id of a set expression, in ``order``, page after page."""
-        cursor = None
-        while True:
-            page = await self.set_page(graph, expr, order=order, limit=page_size, cursor=cursor, after=after,
-                                       timeout_ms=timeout_ms)
-            for i in page.ids:
-                yield i
-            if not page.next_cursor:
-                return
-            cursor = page.next_cursor
+        return self._walk(lambda cursor: self.set_page(graph, expr, order=order, limit=page_size, cursor=cursor,
+                                                       after=after, timeout_ms=timeout_ms), "ids")
 
-    async def iter_entities(self, kind: str, index: str, where: Any, *, page_size: int = 100, after: After = None,
-                            timeout_ms: Optional[int] = None) -> AsyncIterator[Entity]:
+    def iter_entities(self, kind: str, index: str, where: Any, *, page_size: int = 100, after: After = None,
+                      timeout_ms: Optional[int] = None) -> AsyncIterator[Entity]:
         """Every entity of an index query, in key order, page after page."""
-        cursor = None
-        while True:
-            page = await self.query_entities(kind, index, where, limit=page_size, cursor=cursor, after=after,
-                                             timeout_ms=timeout_ms)
-            for e in page.entities:
-                yield e
-            if not page.next_cursor:
-                return
-            cursor = page.next_cursor
+        return self._walk(lambda cursor: self.query_entities(kind, index, where, limit=page_size, cursor=cursor,
+                                                             after=after, timeout_ms=timeout_ms), "entities")
 
-    async def iter_cell_versions(self, table: str, row_key: Any, column: str, *, page_size: int = 100,
-                                 after: After = None, timeout_ms: Optional[int] = None) -> AsyncIterator[Cell]:
+    def iter_cell_versions(self, table: str, row_key: Any, column: str, *, page_size: int = 100,
+                           after: After = None, timeout_ms: Optional[int] = None) -> AsyncIterator[Cell]:
         """Every version of a column, newest first, page after page."""
-        cursor = None
-        while True:
-            page = await self.cell_versions(table, row_key, column, limit=page_size, cursor=cursor, after=after,
-                                            timeout_ms=timeout_ms)
-            for c in page.cells:
-                yield c
-            if not page.next_cursor:
-                return
-            cursor = page.next_cursor
+        return self._walk(lambda cursor: self.cell_versions(table, row_key, column, limit=page_size, cursor=cursor,
+                                                            after=after, timeout_ms=timeout_ms), "cells")

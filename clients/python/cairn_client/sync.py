@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import ssl as _ssl
 import threading
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 from ._api import Api, Call
 from ._http import HttpTransport, split_url
@@ -59,51 +59,39 @@ class Client(Api):
 
     # --- iterators over pages ---------------------------------------------------------------
 
+    @staticmethod
+    def _walk(fetch: Callable[[Optional[str]], Any], items: str) -> Iterator[Any]:
+        """The items of every page, first to last: fetch(cursor) reads one page, the next cursor."""
+        cursor = None
+        while True:
+            page = fetch(cursor)
+            yield from getattr(page, items)
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
     def iter_edges(self, graph: str, node_id: int, *, direction: str = "forward",
                    state: Union[str, Sequence[str]] = "normal", page_size: int = 100, after: After = None,
                    timeout_ms: Optional[int] = None) -> Iterator[Edge]:
         """Every edge of a node, newest first, page after page (one request per ``page_size`` edges)."""
-        cursor = None
-        while True:
-            page = self.edges_page(graph, node_id, direction=direction, state=state, limit=page_size,
-                                   cursor=cursor, after=after, timeout_ms=timeout_ms)
-            yield from page.edges
-            if not page.next_cursor:
-                return
-            cursor = page.next_cursor
+        return self._walk(lambda cursor: self.edges_page(graph, node_id, direction=direction, state=state,
+                                                         limit=page_size, cursor=cursor, after=after,
+                                                         timeout_ms=timeout_ms), "edges")
 
     def iter_set(self, graph: str, expr: Any, *, order: str = "asc", page_size: int = 100,
                  after: After = None, timeout_ms: Optional[int] = None) -> Iterator[int]:
         """Every node id of a set expression, in ``order``, page after page."""
-        cursor = None
-        while True:
-            page = self.set_page(graph, expr, order=order, limit=page_size, cursor=cursor, after=after,
-                                 timeout_ms=timeout_ms)
-            yield from page.ids
-            if not page.next_cursor:
-                return
-            cursor = page.next_cursor
+        return self._walk(lambda cursor: self.set_page(graph, expr, order=order, limit=page_size, cursor=cursor,
+                                                       after=after, timeout_ms=timeout_ms), "ids")
 
     def iter_entities(self, kind: str, index: str, where: Any, *, page_size: int = 100, after: After = None,
                       timeout_ms: Optional[int] = None) -> Iterator[Entity]:
         """Every entity of an index query, in key order, page after page."""
-        cursor = None
-        while True:
-            page = self.query_entities(kind, index, where, limit=page_size, cursor=cursor, after=after,
-                                       timeout_ms=timeout_ms)
-            yield from page.entities
-            if not page.next_cursor:
-                return
-            cursor = page.next_cursor
+        return self._walk(lambda cursor: self.query_entities(kind, index, where, limit=page_size, cursor=cursor,
+                                                             after=after, timeout_ms=timeout_ms), "entities")
 
     def iter_cell_versions(self, table: str, row_key: Any, column: str, *, page_size: int = 100,
                            after: After = None, timeout_ms: Optional[int] = None) -> Iterator[Cell]:
         """Every version of a column, newest first, page after page."""
-        cursor = None
-        while True:
-            page = self.cell_versions(table, row_key, column, limit=page_size, cursor=cursor, after=after,
-                                      timeout_ms=timeout_ms)
-            yield from page.cells
-            if not page.next_cursor:
-                return
-            cursor = page.next_cursor
+        return self._walk(lambda cursor: self.cell_versions(table, row_key, column, limit=page_size, cursor=cursor,
+                                                            after=after, timeout_ms=timeout_ms), "cells")
