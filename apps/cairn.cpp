@@ -122,6 +122,22 @@ int cmd_status(const settings& s) {
                         fmt::format("{} ({:.1f}%)", str(sh["failed_last_minute"]), sh["error_rate"].get<double>() * 100)});
     }
     print_table({"SHARD", "UP", "PAUSED", "APPLIED", "LAG", "ERROR QUEUE", "FAILED/MIN"}, rows);
+    // Every gateway on these shards, and what each holds that the shards lack (docs/operations.md).
+    if (st.contains("gateways")) {
+        std::cout << "\n";
+        if (st["gateways"].is_null()) {
+            std::cout << fmt::format("gateways: unknown ({})\n", st.value("gateways_error", std::string("no reason given")));
+        } else {
+            rows.clear();
+            for (const auto& g : st["gateways"]) {
+                rows.push_back({str(g["node_id"]) + (g["self"].get<bool>() ? " (this)" : ""), str(g["holder"]),
+                                g["active"].get<bool>() ? "running" : g["released"].get<bool>() ? "stopped" : "silent",
+                                duration_text(g["renewed_ms_ago"].get<std::uint64_t>()) + " ago", str(g["last_seq"]),
+                                str(g["applied_through"]), str(g["unapplied_ops"])});
+            }
+            print_table({"NODE", "HOLDER", "STATE", "RENEWED", "LAST SEQ", "APPLIED", "UNAPPLIED"}, rows);
+        }
+    }
     return exit_ok;
 }
 

@@ -18,6 +18,7 @@
 #include "net/router.hpp"
 #include "net/routes.hpp"
 #include "net/ws_api.hpp"
+#include "shards/node_lease.hpp"
 #include "shards/shard_set.hpp"
 
 #include <CLI/CLI.hpp>
@@ -31,6 +32,7 @@
 #include <spdlog/spdlog.h>
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -41,6 +43,13 @@
 #include <thread>
 
 namespace {
+
+// This machine's name, for the lease row that tells another gateway who holds a node id.
+std::string host_name() {
+    char buf[256] = {};
+    if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown-host";
+    return buf;
+}
 
 namespace asio = boost::asio;
 using namespace cairn;
@@ -213,6 +222,26 @@ int main(int argc, char** argv) {
                                [&jn] { return static_cast<double>(jn.get_stats().map_bytes_used); });
     metrics.add_callback_gauge("cairn_journal_healthy", "1 while the journal can commit", {},
                                [&jn] { return jn.healthy() ? 1.0 : 0.0; });
+    // What this gateway alone holds: were its disk lost, these ops would be lost (docs/operations.md).
+    const auto min_cursor = [&jn, n = jopts.shard_count] {
+        std::uint64_t m = jn.last_seq();
+        for (std::uint32_t s = 0; s < n; ++s) m = std::min(m, jn.cursor(s));
+        return m;
+    };
+    metrics.add_callback_gauge("cairn_apply_unapplied_ops",
+                               "Journaled ops after the lowest shard cursor: at most this many acknowledged ops are not "
+                               "yet on every shard they touch",
+                               {}, [&jn, min_cursor] { return static_cast<double>(jn.last_seq() - min_cursor()); });
+    metrics.add_callback_gauge(
+        "cairn_apply_oldest_unapplied_age_seconds",
+        "Age of the oldest journaled op after the lowest shard cursor (0 when every shard applied everything)", {},
+        [&jn, min_cursor] {
+            const std::uint64_t m = min_cursor();
+            if (m >= jn.last_seq()) return 0.0;
+            auto t = jn.read_op_time_ms(m + 1);
+            const std::uint64_t now = core::system_wall_clock_ms();
+            return t && now > t.value() ? static_cast<double>(now - t.value()) / 1000.0 : 0.0;
+        });
 
     asio::io_context ioc(static_cast<int>(cfg.threads));
     const auto map = core::shard_map::equal_ranges(static_cast<std::uint32_t>(cfg.shards.size()));
@@ -241,6 +270,30 @@ int main(int argc, char** argv) {
     }
     so.lim = cfg.lim;
     so.stop_timeout = cfg.lim.stop_drain;
+    // The node id's lease on shard 0, before any client can reach this gateway: another running
+    // gateway with this node id (or a journal whose op ids this one would repeat) refuses the start;
+    // an unreachable shard 0 does not (the keeper below claims it when it answers).
+    shards::lease_claim claim;
+    claim.node_id = cfg.node_id;
+    claim.journal_id = jn.journal_id();
+    claim.holder = fmt::format("{}:{} (pid {})", host_name(), cfg.listen_port, ::getpid());
+    claim.last_seq = jn.last_seq();
+    claim.ttl = cfg.lim.node_lease_ttl;
+    claim.reuse_after = cfg.counters.op_ids_keep;
+    const auto shard0 = shards::conn_params_of(cfg, 0);
+    bool lease_held = false;
+    if (auto v = shards::claim_lease_now(shard0, claim); !v) {
+        spdlog::warn("node id {}: shard 0 ({}:{}) did not answer the lease claim: {}; starting anyway and claiming it "
+                     "when shard 0 answers",
+                     cfg.node_id, shard0.host, shard0.port, v.error().message());
+    } else if (!v.value().held) {
+        spdlog::critical("cannot start: {}", v.value().refusal);
+        return exit_startup;
+    } else {
+        lease_held = true;
+        spdlog::info("node id {}: lease on shard 0 held (journal {:016x})", cfg.node_id, claim.journal_id);
+    }
+
     net::http_server server(ioc, so, router, auth, metrics);
     if (auto r = server.listen(); !r) {
         spdlog::critical("cannot listen on {}:{}: {}", cfg.listen_address, cfg.listen_port, r.error().message());
@@ -278,6 +331,16 @@ int main(int argc, char** argv) {
             return fmt::format("tasks: {}; connections: {}; shard connections in use (apply/read): {}",
                                core::describe_live_tasks(), server.connections(), shard_set.busy());
         });
+    std::function<void(int)> shutdown_on_control;
+    std::atomic<bool> lease_lost{false};
+    shards::node_lease_keeper lease_keeper(
+        ioc.get_executor(), shard_set, jn, claim, lease_held,
+        [&](const std::string& reason) {
+            lease_lost = true;
+            spdlog::critical("stopping: {}", reason);
+            asio::post(control, [&] { shutdown_on_control(exit_startup); });
+        },
+        metrics);
     auto shutdown = [&](int code) {  // On `control`.
         if (exit_code.load() != 0) return;
         exit_code = code == 0 ? -1 : code;
@@ -289,10 +352,13 @@ int main(int argc, char** argv) {
         server.stop();
         asio::post(refresh_strand, [&indexes] { indexes.stop(); });
         index_cleaner.stop();
+        lease_keeper.stop();
         shard_set.stop_all();
         work.reset();
         watchdog.begin();
     };
+    shutdown_on_control = shutdown;
+    lease_keeper.start();
     signals.async_wait([&](const core::error_code& ec, int) {
         if (!ec) shutdown(0);
     });
@@ -320,7 +386,15 @@ int main(int argc, char** argv) {
     // now, while the io_context lives: a completion callback it still holds may own a copy of a
     // strand, whose destructor uses the io_context's strand service. Nothing below uses the journal.
     jn.set_commit_listener({});
+    claim.last_seq = jn.last_seq();
     opened.value().reset();
+    if (lease_keeper.held() && !lease_lost) {
+        // Released, not deleted: this journal keeps the node id (and takes it back when it restarts).
+        if (auto r = shards::release_lease_now(shard0, claim); !r) {
+            spdlog::warn("node id {}: releasing the lease failed: {} (it lapses in {} s)", cfg.node_id, r.error().message(),
+                         claim.ttl.count());
+        }
+    }
     spdlog::info("cairnd stopped in {} ms", stop_ms.count());
     const int code = exit_code.load();
     return code < 0 ? 0 : code;

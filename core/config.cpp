@@ -320,6 +320,7 @@ config_result parse_config(std::string_view text, std::string_view source_name) 
         r.integer("group_ops_max", c.lim.journal_group_ops_max, 1, 1'000'000);
         r.duration("wait_max_ms", c.lim.journal_wait_max, 0, 600'000);
         r.integer("unapplied_ops_max", c.lim.journal_unapplied_ops_max, 1, std::int64_t{1} << 40);
+        r.duration("node_lease_seconds", c.lim.node_lease_ttl, 3, 3600);
         r.check_unknown();
         first_error(r.error());
     }
@@ -465,7 +466,8 @@ std::string config_to_toml(const config& c, bool redact_secrets) {
                                        {"queue_ops_max", n(l.journal_queue_ops_max)},
                                        {"group_ops_max", n(l.journal_group_ops_max)},
                                        {"wait_max_ms", ms(l.journal_wait_max)},
-                                       {"unapplied_ops_max", n(l.journal_unapplied_ops_max)}});
+                                       {"unapplied_ops_max", n(l.journal_unapplied_ops_max)},
+                                       {"node_lease_seconds", n(l.node_lease_ttl.count())}});
     root.insert("apply", toml::table{{"paused", c.apply_paused},
                                      {"batch_ops_max", n(l.apply_batch_ops_max)},
                                      {"batch_bytes_max", n(l.apply_batch_bytes_max)},

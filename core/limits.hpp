@@ -34,6 +34,9 @@ struct limits {
     std::size_t journal_group_ops_max = 10'000;       // ops committed in one transaction
     std::chrono::milliseconds journal_wait_max{2'000};  // how long a write waits for queue room
     std::uint64_t journal_unapplied_ops_max = 50'000'000;  // backpressure: 503 beyond this
+    // The node id lease on shard 0 (docs/operations.md) lapses this long after its last renewal;
+    // it is renewed every third of it.
+    std::chrono::seconds node_lease_ttl{15};
 
     // Apply
     // Ops applied in one transaction per shard. A backlog drains fastest with large batches

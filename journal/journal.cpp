@@ -20,6 +20,7 @@
 #include <deque>
 #include <filesystem>
 #include <mutex>
+#include <random>
 #include <thread>
 #include <variant>
 
@@ -151,6 +152,8 @@ struct journal::impl {
     core::histogram group_ops{core::histogram::size_bounds()};
     core::counter ops_appended;
     core::counter ops_retired;
+
+    std::uint64_t journal_id = 0;  // meta journal_id: set by open, read-only afterwards
 
     // Writer thread only.
     std::uint64_t next_seq = 1;
@@ -659,6 +662,18 @@ core::result<std::unique_ptr<journal>> journal::open(options opts, core::hlc& cl
                       *stored_node.value(), opts.node_id);
         return core::errc::conflict;
     }
+    auto stored_id = meta_u64(detail::meta_journal_id);
+    if (!stored_id) return stored_id.error();
+    std::uint64_t journal_id = stored_id.value().value_or(0);
+    if (journal_id == 0) {
+        // Journals older than the id get one now: it only has to differ from every other journal's.
+        std::random_device rd;
+        while (journal_id == 0) journal_id = (std::uint64_t{rd()} << 32) ^ rd();
+        if (int rc = t.put(p->db.meta, detail::meta_journal_id, detail::u64_be(journal_id)); rc != 0) {
+            return detail::lmdb_error(rc);
+        }
+    }
+    p->journal_id = journal_id;
     auto version = meta_u64(detail::meta_format_version);
     if (!version) return version.error();
     if (version.value().value_or(0) != detail::format_version) {
@@ -941,6 +956,7 @@ std::uint64_t journal::cursor(std::uint32_t shard) const {
 std::uint64_t journal::last_seq() const noexcept { return impl_->last_seq.load(); }
 
 std::uint64_t journal::node_id() const noexcept { return impl_->opts.node_id; }
+std::uint64_t journal::journal_id() const noexcept { return impl_->journal_id; }
 
 core::result<std::vector<error_task>> journal::due_errors(std::uint32_t shard, std::uint64_t now_ms,
                                                           std::size_t max) const {

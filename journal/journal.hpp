@@ -187,6 +187,8 @@ public:
     std::uint64_t cursor(std::uint32_t shard) const;  // 0 = nothing applied; shard < shard_count
     std::uint64_t last_seq() const noexcept;          // updated after each commit
     std::uint64_t node_id() const noexcept;
+    // Random, non-zero, fixed for the journal's life: which journal holds a node id lease.
+    std::uint64_t journal_id() const noexcept;
 
     // Tasks of shard with due_ms <= now_ms, earliest due first, at most max.
     [[nodiscard]] core::result<std::vector<error_task>> due_errors(std::uint32_t shard, std::uint64_t now_ms,

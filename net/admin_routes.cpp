@@ -15,6 +15,7 @@
 #include "net/problem.hpp"
 #include "net/router.hpp"
 #include "shards/edge_store.hpp"
+#include "shards/gateways.hpp"
 #include "shards/journal_await.hpp"
 #include "shards/model_dispatch.hpp"
 #include "shards/shard_set.hpp"
@@ -342,6 +343,63 @@ json render_status(gateway& gw) {
                   {"dead_letters", st.dead_count},
                   {"oldest_unapplied", oldest}}},
                 {"shards", shards}};
+}
+
+// The gateways on these shards: the node id leases on shard 0 and every shard's applied marks. For
+// each, what it acknowledged and the shards do not all hold yet (its last seq at its last renewal,
+// this gateway's now, past the lowest of its marks): what a lost disk of that gateway would lose.
+// null, with the reason in gateways_error, when a shard does not answer.
+asio::awaitable<void> async_add_gateways(gateway& gw, json& status) {
+    // A shard known to be down would hold the status for a connect timeout: say so instead.
+    for (std::size_t i = 0; i < gw.shards.size(); ++i) {
+        if (!gw.shards.at(static_cast<core::shard_index>(i)).up()) {
+            status["gateways"] = nullptr;
+            status["gateways_error"] = fmt::format("shard {} is down", i);
+            co_return;
+        }
+    }
+    const auto list = [](shards::mariadb_conn& c) { return shards::async_list_leases(c); };
+    auto leases = co_await gw.shards.at(0).async_read(list);
+    if (!leases) {
+        status["gateways"] = nullptr;
+        status["gateways_error"] = fmt::format("shard 0 did not answer: {}", leases.error().message());
+        co_return;
+    }
+    std::vector<core::shard_index> all;
+    for (std::size_t i = 0; i < gw.shards.size(); ++i) all.push_back(static_cast<core::shard_index>(i));
+    // The tasks run on this strand: they share `marks` without locks.
+    auto marks = std::make_shared<std::vector<std::map<std::uint64_t, std::uint64_t>>>(gw.shards.size());
+    auto query = [marks](core::shard_index s, shards::mariadb_conn& c) -> asio::awaitable<core::result<void>> {
+        auto m = co_await shards::async_read_applied_marks(c);
+        if (!m) co_return m.error();
+        for (const auto& [node, seq] : m.value()) (*marks)[s][node] = seq;
+        co_return core::success();
+    };
+    if (auto ec = co_await gw.shards.async_read_each(all, query, detail::fan_out_deadline(gw.lim))) {
+        status["gateways"] = nullptr;
+        status["gateways_error"] = fmt::format("a shard did not answer: {}", ec.message());
+        co_return;
+    }
+    json out = json::array();
+    for (const auto& l : leases.value()) {
+        const bool self = l.node_id == gw.journal.node_id() && l.journal_id == gw.journal.journal_id();
+        std::uint64_t applied = std::numeric_limits<std::uint64_t>::max();
+        for (const auto& per_shard : *marks) {
+            const auto it = per_shard.find(l.node_id);
+            applied = std::min(applied, it == per_shard.end() ? 0 : it->second);
+        }
+        const std::uint64_t last = self ? gw.journal.last_seq() : l.last_seq;
+        out.push_back(json{{"node_id", l.node_id},
+                           {"self", self},
+                           {"holder", l.holder},
+                           {"active", l.active},
+                           {"released", l.released},
+                           {"renewed_ms_ago", l.renewed_ago_ms},
+                           {"last_seq", last},
+                           {"applied_through", applied},
+                           {"unapplied_ops", last > applied ? last - applied : 0}});
+    }
+    status["gateways"] = std::move(out);
 }
 
 // ---- dead letters --------------------------------------------------------------------------
@@ -887,7 +945,9 @@ void add_admin_routes(router& r, gateway& gw) {
     const auto look = core::role::read;
     r.add(http::verb::get, "/v1/admin/status", look, [&gw](route_context& ctx) -> asio::awaitable<response> {
         if (auto e = detail::unknown_query_param(ctx.query, no_params)) co_return detail::bad_field(ctx.req, e->field, e->detail);
-        co_return answer(ctx.req, render_status(gw));
+        json status = render_status(gw);
+        co_await async_add_gateways(gw, status);
+        co_return answer(ctx.req, status);
     });
     r.add(http::verb::get, "/v1/admin/dead", look,
           [&gw](route_context& ctx) -> asio::awaitable<response> { co_return list_dead(gw, ctx); });

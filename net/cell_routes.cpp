@@ -157,7 +157,7 @@ std::variant<cell_path, response> parse_path(const gateway& gw, const route_cont
 
 // ?after= and ?timeout_ms=: waits for the row's shard; a response if it must answer now.
 std::variant<detail::wait_params, response> parse_wait(gateway& gw, const route_context& ctx) {
-    auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
+    auto w = detail::parse_wait_params(ctx, gw);
     if (auto* e = std::get_if<input_error>(&w)) return bad_field(ctx.req, e->field, e->detail);
     return std::get<detail::wait_params>(w);
 }

@@ -162,7 +162,7 @@ std::variant<read_request, input_error> parse_read(const gateway& gw, const rout
                                                  points, core::granularity_name(out.query.granularity), max)};
         }
     }
-    auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
+    auto w = detail::parse_wait_params(ctx, gw);
     if (auto* e = std::get_if<input_error>(&w)) return *e;
     out.wait = std::get<detail::wait_params>(w);
     return out;

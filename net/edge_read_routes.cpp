@@ -90,7 +90,7 @@ std::variant<node_query, response> parse_node_query(gateway& gw, route_context& 
         }
         q.states = *st;
     }
-    auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
+    auto w = detail::parse_wait_params(ctx, gw);
     if (auto* e = std::get_if<input_error>(&w)) return bad_field(req, e->field, e->detail);
     q.wait = std::get<detail::wait_params>(w);
     auto ids = detail::parse_id_format(ctx);
@@ -253,7 +253,7 @@ asio::awaitable<response> async_post_multi_get(gateway& gw, route_context& ctx) 
     if (auto e = detail::unknown_query_param(ctx.query, multi_get_params)) {
         co_return bad_field(req, e->field, e->detail);
     }
-    auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
+    auto w = detail::parse_wait_params(ctx, gw);
     if (auto* e = std::get_if<input_error>(&w)) co_return bad_field(req, e->field, e->detail);
     const auto wait = std::get<detail::wait_params>(w);
     const auto ids = detail::parse_id_format(ctx);
@@ -293,7 +293,7 @@ asio::awaitable<response> async_post_counts(gateway& gw, route_context& ctx) {
     if (auto e = detail::unknown_query_param(ctx.query, counts_params)) {
         co_return bad_field(req, e->field, e->detail);
     }
-    auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
+    auto w = detail::parse_wait_params(ctx, gw);
     if (auto* e = std::get_if<input_error>(&w)) co_return bad_field(req, e->field, e->detail);
     const auto wait = std::get<detail::wait_params>(w);
     auto parsed = parse_count_queries(req.body(), gw.lim.batch_ops_max);
@@ -361,7 +361,7 @@ asio::awaitable<response> async_get_node(gateway& gw, route_context& ctx) {
     const auto id = parse_id(ctx.params.get("id").value_or(""));
     if (!id) co_return bad_field(req, "id", "must be an integer between 0 and 9223372036854775807");
     if (auto e = detail::unknown_query_param(ctx.query, node_params)) co_return bad_field(req, e->field, e->detail);
-    auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
+    auto w = detail::parse_wait_params(ctx, gw);
     if (auto* e = std::get_if<input_error>(&w)) co_return bad_field(req, e->field, e->detail);
     const auto ids = detail::parse_id_format(ctx);
     if (auto* e = std::get_if<input_error>(&ids)) co_return bad_field(req, e->field, e->detail);
@@ -386,7 +386,7 @@ asio::awaitable<response> async_post_nodes_get(gateway& gw, route_context& ctx) 
         co_return bad_field(req, "graph", "must be 1 to 32 characters of A-Z, a-z, 0-9 and _");
     }
     if (auto e = detail::unknown_query_param(ctx.query, node_params)) co_return bad_field(req, e->field, e->detail);
-    auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
+    auto w = detail::parse_wait_params(ctx, gw);
     if (auto* e = std::get_if<input_error>(&w)) co_return bad_field(req, e->field, e->detail);
     const auto ids = detail::parse_id_format(ctx);
     if (auto* e = std::get_if<input_error>(&ids)) co_return bad_field(req, e->field, e->detail);

@@ -107,7 +107,7 @@ asio::awaitable<response> async_get(gateway& gw, route_context& ctx) {
     if (auto* r = std::get_if<response>(&path)) co_return std::move(*r);
     const auto& p = std::get<entity_path>(path);
     if (auto e = detail::unknown_query_param(ctx.query, read_params)) co_return bad_field(req, e->field, e->detail);
-    auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
+    auto w = detail::parse_wait_params(ctx, gw);
     if (auto* e = std::get_if<input_error>(&w)) co_return bad_field(req, e->field, e->detail);
     const auto query = [&](shards::mariadb_conn& c) -> asio::awaitable<core::result<std::optional<shards::stored_entity>>> {
         const std::vector<std::string> ids{p.id};

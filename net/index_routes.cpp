@@ -424,7 +424,7 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
     } else {
         for (core::shard_index s = 0; s < gw.map.size(); ++s) index_shards.push_back(s);
     }
-    auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
+    auto w = detail::parse_wait_params(ctx, gw);
     if (auto* e = std::get_if<input_error>(&w)) co_return bad_field(req, e->field, e->detail);
     const auto& wp = std::get<detail::wait_params>(w);
     if (wp.after) {

@@ -89,7 +89,7 @@ asio::awaitable<response> async_get_edge(gateway& gw, route_context& ctx, bool c
     if (auto e = detail::unknown_query_param(ctx.query, get_edge_params)) {
         co_return detail::bad_field(req, e->field, e->detail);
     }
-    auto wait = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
+    auto wait = detail::parse_wait_params(ctx, gw);
     if (auto* e = std::get_if<input_error>(&wait)) co_return detail::bad_field(req, e->field, e->detail);
     const auto& wp = std::get<detail::wait_params>(wait);
     const auto ids = detail::parse_id_format(ctx);

@@ -88,7 +88,7 @@ asio::awaitable<response> async_post_set(gateway& gw, route_context& ctx) {
                                         "expression and order, unchanged");
         }
     }
-    auto w = detail::parse_wait_params(ctx, gw.lim, gw.journal.last_seq());
+    auto w = detail::parse_wait_params(ctx, gw);
     if (auto* e = std::get_if<input_error>(&w)) co_return detail::bad_field(req, e->field, e->detail);
     const auto& wait = std::get<detail::wait_params>(w);
     if (wait.after) {

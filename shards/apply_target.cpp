@@ -1,5 +1,6 @@
 #include "shards/apply_target.hpp"
 
+#include "shards/gateways.hpp"
 #include "shards/mariadb_conn.hpp"
 #include "shards/pool.hpp"
 
@@ -21,6 +22,10 @@ public:
     asio::awaitable<core::result<void>> async_apply(const apply_context& ctx, core::shard_index shard,
                                                     std::span<const core::op* const> ops) override {
         co_return co_await async_apply_ops(*lease_, ctx, shard, ops);
+    }
+
+    asio::awaitable<core::result<void>> async_mark_applied(std::uint64_t node_id, std::uint64_t seq) override {
+        co_return co_await async_write_applied_mark(*lease_, node_id, seq);
     }
 
     std::string describe(const core::error_code& ec) const override {

@@ -40,6 +40,11 @@ public:
     virtual boost::asio::awaitable<core::result<void>> async_apply(const apply_context& ctx, core::shard_index shard,
                                                                    std::span<const core::op* const> ops) = 0;
 
+    // Records on the shard that the gateway node_id has applied every op through seq that lives
+    // here (or queued it as an error): what another gateway waits on for ?after=<node>:<seq>.
+    // Never lowers the mark. Called after the ops it covers succeeded. Errors: as async_apply.
+    virtual boost::asio::awaitable<core::result<void>> async_mark_applied(std::uint64_t node_id, std::uint64_t seq) = 0;
+
     // The failure as an operator reads it in logs and dead letters (with the server's error number
     // and text when there is one).
     virtual std::string describe(const core::error_code& ec) const = 0;

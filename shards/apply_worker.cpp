@@ -28,6 +28,8 @@ using namespace std::chrono_literals;
 
 // How many times a deadlock or lock-wait timeout is retried at once before the batch backs off.
 constexpr int retry_now_max = 5;
+// The longest a busy worker leaves its applied mark behind the ops it applied.
+constexpr auto mark_interval = 200ms;
 
 }  // namespace
 
@@ -220,7 +222,44 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_step() {
     if (paused_) co_return applied;
     const step_outcome retried = co_await async_retry_errors();
     if (retried != step_outcome::idle) co_return retried;
+    if (const step_outcome marked = co_await async_flush_mark(applied == step_outcome::idle);
+        marked == step_outcome::outage) {
+        co_return marked;
+    }
     co_return applied;
+}
+
+asio::awaitable<core::result<void>> apply_worker::async_write_mark(apply_session& s, std::uint64_t seq) {
+    auto r = co_await s.async_mark_applied(journal_.node_id(), seq);
+    if (r) {
+        marked_seq_ = seq;
+        marked_at_ = std::chrono::steady_clock::now();
+    }
+    co_return r;
+}
+
+asio::awaitable<apply_worker::step_outcome> apply_worker::async_flush_mark(bool idle) {
+    const std::uint64_t applied = applied_seq_.load();
+    if (marked_seq_ >= applied || (!idle && std::chrono::steady_clock::now() - marked_at_ < mark_interval)) {
+        co_return step_outcome::idle;
+    }
+    auto session = co_await target_.async_open();
+    if (!session) {
+        note_outage("connecting", target_.describe_open_failure(session.error()));
+        co_return step_outcome::outage;
+    }
+    auto r = co_await async_write_mark(*session.value(), applied);
+    if (!r && is_outage(r.error())) {
+        note_outage("writing the applied mark", session.value()->describe(r.error()));
+        co_return step_outcome::outage;
+    }
+    if (!r) {
+        // The mark only serves other gateways' reads; a refusal must not stop applying.
+        spdlog::warn("shard {}: writing the applied mark failed: {}", opts_.shard, session.value()->describe(r.error()));
+        marked_at_ = std::chrono::steady_clock::now();
+        co_return step_outcome::idle;
+    }
+    co_return step_outcome::progressed;
 }
 
 asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
@@ -294,6 +333,15 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
                 outcome.put_errors.push_back(std::move(task));
                 m_errors_queued_.inc();
             }
+        }
+        // Before the cursor commit: were the mark written and the commit lost, the batch is applied
+        // again, and the mark claimed nothing the shard does not hold.
+        if (auto m = co_await async_write_mark(s, batch.back().first); !m) {
+            if (is_outage(m.error())) {
+                note_outage("writing the applied mark", s.describe(m.error()));
+                co_return step_outcome::outage;
+            }
+            spdlog::warn("shard {}: writing the applied mark failed: {}", shard, s.describe(m.error()));
         }
         m_batch_latency_.observe(std::chrono::steady_clock::now() - started);
         m_batch_ops_.observe(static_cast<double>(mine.size()));

@@ -102,6 +102,11 @@ private:
     boost::asio::awaitable<bool> async_ensure_schema();
     boost::asio::awaitable<step_outcome> async_apply_batch();
     boost::asio::awaitable<step_outcome> async_retry_errors();
+    // Writes the applied mark (shards/gateways.hpp) through applied_seq_ on the shard: with the
+    // session of a batch, or on a session of its own once the worker is idle or the mark is
+    // mark_interval behind, so that another gateway's ?after= never waits on a mark that stays stale.
+    boost::asio::awaitable<core::result<void>> async_write_mark(apply_session& s, std::uint64_t seq);
+    boost::asio::awaitable<step_outcome> async_flush_mark(bool idle);
     // Applies ops in one transaction: the one apply function that batches, isolated ops and
     // error-queue retries all go through.
     boost::asio::awaitable<core::result<void>> async_apply(apply_session& s, std::span<const core::op* const> ops);
@@ -127,6 +132,8 @@ private:
     apply_target& target_;
     apply_worker_options opts_;
     bool schema_ready_ = false;  // on the strand
+    std::uint64_t marked_seq_ = 0;                        // on the strand: the mark last written
+    std::chrono::steady_clock::time_point marked_at_{};  // on the strand: when
     boost::asio::steady_timer wake_;
     std::atomic<bool> notified_{false};
     std::atomic<bool> paused_;

@@ -5,6 +5,7 @@
 #include "shards/counter_store.hpp"
 #include "shards/edge_store.hpp"
 #include "shards/entity_store.hpp"
+#include "shards/gateways.hpp"
 #include "shards/index_store.hpp"
 
 #include <algorithm>
@@ -91,6 +92,7 @@ bool touches_shard(const core::op& o, const core::shard_map& map, core::shard_in
 }
 
 asio::awaitable<core::result<void>> async_create_schema(mariadb_conn& conn, const apply_context& ctx) {
+    if (auto r = co_await async_create_gateway_schema(conn); !r) co_return r;
     if (auto r = co_await async_create_edge_schema(conn); !r) co_return r;
     if (auto r = co_await async_create_entity_schema(conn); !r) co_return r;
     if (auto r = co_await async_create_index_schema(conn); !r) co_return r;

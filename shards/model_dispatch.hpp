@@ -33,7 +33,7 @@ struct apply_context {
 std::vector<core::shard_index> shards_of(const core::op& o, const core::shard_map& map);
 bool touches_shard(const core::op& o, const core::shard_map& map, core::shard_index shard);
 
-// Creates every model's tables if missing (counters and cells: the declared ones; ctx.now_ms unused). Errors: those of mariadb_conn.
+// Creates every model's tables, and the gateways' (shards/gateways.hpp), if missing (counters and cells: the declared ones; ctx.now_ms unused). Errors: those of mariadb_conn.
 boost::asio::awaitable<core::result<void>> async_create_schema(mariadb_conn& conn, const apply_context& ctx);
 
 // Applies the rows of ops that live on `shard` (ops of several models: each model's ops in

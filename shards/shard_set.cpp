@@ -15,16 +15,9 @@ shard_set::shard_set(boost::asio::any_io_executor ex, journal::journal& j, const
     const auto cells = std::make_shared<const core::cell_config>(cfg.cells);
     const auto entities = std::make_shared<const core::entity_config>(cfg.entities);
     for (std::uint32_t i = 0; i < cfg.shards.size(); ++i) {
-        const auto& s = cfg.shards[i];
         shard_options o;
         o.index = i;
-        o.conn.host = s.host;
-        o.conn.port = s.port;
-        o.conn.user = s.user;
-        o.conn.password = s.password;
-        o.conn.database = s.database;
-        o.conn.connect_timeout = cfg.lim.connect_timeout;
-        o.conn.query_timeout = cfg.lim.query_timeout;
+        o.conn = conn_params_of(cfg, i);
         o.lim = cfg.lim;
         o.apply_paused = cfg.apply_paused;
         o.counters = counters;
@@ -35,6 +28,20 @@ shard_set::shard_set(boost::asio::any_io_executor ex, journal::journal& j, const
 }
 
 shard_set::~shard_set() = default;
+
+conn_params conn_params_of(const core::config& cfg, core::shard_index i) {
+    CAIRN_ASSERT(i < cfg.shards.size());
+    const auto& s = cfg.shards[i];
+    conn_params p;
+    p.host = s.host;
+    p.port = s.port;
+    p.user = s.user;
+    p.password = s.password;
+    p.database = s.database;
+    p.connect_timeout = cfg.lim.connect_timeout;
+    p.query_timeout = cfg.lim.query_timeout;
+    return p;
+}
 
 shard& shard_set::at(core::shard_index i) const {
     CAIRN_ASSERT(i < shards_.size());

@@ -28,6 +28,9 @@
 
 namespace cairn::shards {
 
+// How cairnd connects to shard i of cfg (asserts i < cfg.shards.size()).
+conn_params conn_params_of(const core::config& cfg, core::shard_index i);
+
 class shard_set {
 public:
     // One shard per cfg.shards entry, on ex. j and map must outlive the set.

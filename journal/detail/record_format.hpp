@@ -33,6 +33,9 @@ inline constexpr std::string_view meta_node_id = "node_id";
 inline constexpr std::string_view meta_format_version = "format_version";
 inline constexpr std::string_view meta_next_seq = "next_seq";  // the seq the next op gets
 inline constexpr std::string_view meta_ts_max = "ts_max";      // the greatest ts ever journaled
+// A random non-zero id written when the journal is created (or first opened by a cairnd that knows it):
+// the node id lease on the shards names the journal that holds it (shards/gateways.hpp).
+inline constexpr std::string_view meta_journal_id = "journal_id";
 
 inline constexpr std::size_t seq_bytes = 8;
 inline constexpr std::size_t shard_bytes = 4;

@@ -42,17 +42,22 @@ std::optional<std::uint64_t> parse_uint(std::string_view text, std::uint64_t min
 // ?ids=number (the default) or ?ids=string: how the answer renders 64-bit ids and positions.
 std::variant<id_format, input_error> parse_id_format(const route_context& ctx);
 
-// ?after=<seq> (0 to the journal's last seq) and ?timeout_ms= (0 to lim.applied_wait_max,
-// default the smaller of 5000 and that maximum).
+// ?after=<seq> (0 to the journal's last seq), ?after=<node>:<seq> (a write acknowledged by the
+// gateway with that node id, this one or another: a write's ack gives it as "after") and
+// ?timeout_ms= (0 to lim.applied_wait_max, default the smaller of 5000 and that maximum).
 struct wait_params {
     std::optional<std::uint64_t> after;
+    std::optional<std::uint64_t> after_node;  // set: another gateway's seq (never this gateway's node id)
     std::chrono::milliseconds timeout{5000};
 };
 std::variant<wait_params, input_error> parse_wait_params(const route_context& ctx, const core::limits& lim,
-                                                         std::uint64_t last_seq);
+                                                         std::uint64_t last_seq, std::uint64_t node_id);
+// The same for a read on gw (its limits, journal and node id).
+std::variant<wait_params, input_error> parse_wait_params(const route_context& ctx, const gateway& gw);
 
 // The wait of a read with ?after=: until every shard in shards has applied wait.after, all within
-// wait.timeout. The 504 not-applied-yet problem (naming the shards still behind) if some had not;
+// wait.timeout (another gateway's seq: until the shards' applied marks of its node id reach it,
+// polled with a growing pause up to 100 ms; a shard that does not answer is a 503). The 504 not-applied-yet problem (naming the shards still behind) if some had not;
 // nullopt when all had, or when the request gave no after=. Runs on the session's strand.
 boost::asio::awaitable<std::optional<response>> async_wait_after(gateway& gw, const request& req, const wait_params& wait,
                                                                  std::vector<core::shard_index> shards);

@@ -56,13 +56,14 @@ response journal_error(const request& req, const core::error_code& ec) {
 
 namespace {
 
-std::string render_appended(const journal::appended& a) {
+// "after" is what a read on any gateway passes as ?after= to see this write (<node id>:<seq>).
+std::string render_appended(const journal::appended& a, std::uint64_t node_id) {
     if (a.ts.size() == 1) {
-        return fmt::format(R"({{"seq":{},"ts":"{}","op_id":"{}","deduplicated":{}}})", a.last_seq, a.ts[0],
-                           a.op_ids[0], a.deduplicated);
+        return fmt::format(R"({{"seq":{},"after":"{}:{}","ts":"{}","op_id":"{}","deduplicated":{}}})", a.last_seq,
+                           node_id, a.last_seq, a.ts[0], a.op_ids[0], a.deduplicated);
     }
-    std::string out = fmt::format(R"({{"first_seq":{},"seq":{},"count":{},"deduplicated":{},"ts":[)", a.first_seq,
-                                  a.last_seq, a.ts.size(), a.deduplicated);
+    std::string out = fmt::format(R"({{"first_seq":{},"seq":{},"after":"{}:{}","count":{},"deduplicated":{},"ts":[)",
+                                  a.first_seq, a.last_seq, node_id, a.last_seq, a.ts.size(), a.deduplicated);
     for (std::size_t i = 0; i < a.ts.size(); ++i) fmt::format_to(std::back_inserter(out), "{}\"{}\"", i ? "," : "", a.ts[i]);
     out += "]}";
     return out;
@@ -77,7 +78,7 @@ asio::awaitable<response> async_journal_write(gateway& gw, route_context& ctx, s
         co_return bad_field(req, "wait", "must be \"applied\" (answer once every shard the write touches applied it)");
     }
     // after= is not a write parameter; parse_wait_params only contributes timeout_ms here.
-    auto wait = parse_wait_params(ctx, gw.lim, 0);
+    auto wait = parse_wait_params(ctx, gw.lim, 0, gw.journal.node_id());
     if (auto* e = std::get_if<input_error>(&wait)) co_return bad_field(req, e->field, e->detail);
     const auto wait_timeout = std::get<wait_params>(wait).timeout;
     std::vector<core::shard_index> touched;
@@ -114,7 +115,7 @@ asio::awaitable<response> async_journal_write(gateway& gw, route_context& ctx, s
             response res{http::status::accepted, req.version()};
             res.set(http::field::content_type, "application/json");
             res.keep_alive(req.keep_alive());
-            res.body() = render_appended(r.value());
+            res.body() = render_appended(r.value(), gw.journal.node_id());
             res.prepare_payload();
             co_return res;
         }

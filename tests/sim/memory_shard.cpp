@@ -33,6 +33,14 @@ public:
         co_return shard_.statement(ctx, shard, ops);
     }
 
+    // No fault is drawn here, so that seeds keep replaying the schedules they found.
+    asio::awaitable<core::result<void>> async_mark_applied(std::uint64_t node_id, std::uint64_t seq) override {
+        if (shard_.down_) co_return core::errc::shard_unavailable;
+        auto& mark = shard_.marks_[node_id];
+        mark = std::max(mark, seq);
+        co_return core::success();
+    }
+
     std::string describe(const core::error_code& ec) const override {
         return fmt::format("{} (memory shard {})", ec.message(), shard_.index_);
     }
@@ -99,10 +107,17 @@ core::result<void> memory_shard::statement(const shards::apply_context& ctx, cor
     if (shard != index_) return core::errc::bad_request;
     if (down_) return core::errc::shard_unavailable;
     if (roll(faults_.lost_before)) return core::errc::shard_timeout;
-    if (roll(faults_.deadlock)) return core::errc::shard_retry;
+    if (roll(faults_.deadlock)) {
+        for (const core::op* o : ops) refused_.insert(o->op_id);
+        return core::errc::shard_retry;
+    }
     const bool refused = roll(faults_.rejected) ||
                          std::any_of(ops.begin(), ops.end(), [&](const core::op* o) { return poisoned_.contains(o->op_id); });
-    if (refused) return swallow_rejections_ ? core::success() : core::result<void>(core::errc::shard_rejected);
+    if (refused && swallow_rejections_) return core::success();
+    if (refused) {
+        for (const core::op* o : ops) refused_.insert(o->op_id);
+        return core::errc::shard_rejected;
+    }
     if (roll(faults_.lost_partway) && ops.size() > 1) {
         const std::size_t n = 1 + rng_() % (ops.size() - 1);
         for (std::size_t i = 0; i < n; ++i) apply_op(*ops[i], ctx.map);

@@ -91,6 +91,8 @@ public:
     void poison(std::uint64_t op_id) { poisoned_.insert(op_id); }
     void heal() { poisoned_.clear(); }
     bool poisoned(std::uint64_t op_id) const { return poisoned_.contains(op_id); }
+    // Whether a statement holding op_id ever failed on the healthy shard (refused or deadlocked).
+    bool refused(std::uint64_t op_id) const { return refused_.contains(op_id); }
     // Set when a crash_after fault fired; the simulator crashes the gateway and clears it.
     bool take_crash_request() noexcept { return std::exchange(crash_requested_, false); }
 
@@ -110,6 +112,8 @@ public:
     const std::map<cell_key, cell_row>& cells() const noexcept { return cells_; }
     const std::map<std::string, index_def_row>& index_defs() const noexcept { return index_defs_; }
     std::uint64_t statements() const noexcept { return statements_; }
+    // node id -> applied mark (shards/gateways.hpp).
+    const std::map<std::uint64_t, std::uint64_t>& marks() const noexcept { return marks_; }
 
     // Folds the op's rows that live on this shard into the state (what a successful statement does).
     void apply_op(const core::op& o, const core::shard_map& map);
@@ -127,7 +131,9 @@ private:
     bool crash_requested_ = false;
     bool swallow_rejections_ = false;
     std::set<std::uint64_t> poisoned_;
+    std::set<std::uint64_t> refused_;
     std::map<std::uint64_t, std::uint32_t> applies_;
+    std::map<std::uint64_t, std::uint64_t> marks_;
     std::vector<core::op> edge_applies_;  // every apply of an edge or node op, in order
     std::map<counter_key, counter_cell> counters_;
     std::map<entity_key, entity_row> entities_;

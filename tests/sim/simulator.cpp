@@ -481,6 +481,23 @@ private:
                     return;
                 }
             }
+            // The applied mark other gateways wait on (shards/gateways.hpp) claims nothing the shard
+            // lacks: an op at or below it is applied, queued or dead, or was refused by the shard (its
+            // batch's cursor, and so its error task, may not be committed yet: a crash in between).
+            const auto& marks = shards_[s]->marks();
+            const auto mark_it = marks.find(gw_.journal->node_id());
+            const std::uint64_t mark = mark_it == marks.end() ? 0 : mark_it->second;
+            if (mark > gw_.journal->last_seq()) fail(fmt::format("shard {}'s applied mark {} is past the last seq", s, mark));
+            for (auto it = acked_.begin(); it != acked_.end() && it->first <= mark && ok(); ++it) {
+                const auto& [seq, a] = *it;
+                if ((a.owners & (1u << s)) == 0) continue;
+                if (!applies.contains(a.op.op_id) && !queued.contains(seq) && !dead_seqs.contains(seq) &&
+                    !shards_[s]->refused(a.op.op_id)) {
+                    fail(fmt::format("shard {}'s applied mark {} claims op seq {} ({}), which is neither applied, queued "
+                                     "nor dead",
+                                     s, mark, seq, describe(a.op)));
+                }
+            }
             // Nothing applied that was not acknowledged.
             for (const auto& [id, n] : applies) {
                 if (!by_id_.contains(id)) fail(fmt::format("shard {} applied op {:x}, which was never acknowledged", s, id));
@@ -506,6 +523,10 @@ private:
     bool drained() {
         for (core::shard_index s = 0; s < shard_count_; ++s) {
             if (gw_.journal->cursor(s) != gw_.journal->last_seq()) return false;
+            // An idle worker brings its applied mark up to its cursor (or other gateways' reads wait).
+            const auto& marks = shards_[s]->marks();
+            const auto mark = marks.find(gw_.journal->node_id());
+            if ((mark == marks.end() ? 0 : mark->second) != gw_.journal->last_seq()) return false;
             auto errors = gw_.journal->list_errors(s, std::nullopt, 1);
             if (!errors || !errors.value().empty()) return false;
         }

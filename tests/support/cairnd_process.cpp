@@ -53,7 +53,7 @@ cairnd_process::cairnd_process(cairnd_options opts) : opts_(std::move(opts)) {
     log_path_ = dir_ + "/cairnd.log";
     port_ = free_port();
     std::ofstream cfg(config_path_);
-    cfg << "node_id = 1\nlog_level = \"info\"\n";
+    cfg << fmt::format("node_id = {}\nlog_level = \"info\"\n", opts_.node_id);
     cfg << fmt::format("[listen]\naddress = \"127.0.0.1\"\nport = {}\nthreads = 2\n", port_);
     cfg << fmt::format("[journal]\npath = \"{}\"\n{}\n", opts_.journal_dir, opts_.journal_toml);
     cfg << fmt::format(
@@ -128,6 +128,7 @@ bool cairnd_process::running() {
     const pid_t r = ::waitpid(pid_, &status, WNOHANG);
     if (r == pid_) {
         pid_ = -1;
+        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         return false;
     }
     return true;

@@ -21,6 +21,7 @@ std::string make_temp_dir(const std::string& prefix);
 struct cairnd_options {
     std::vector<shard_endpoint> shards;  // default: test_shards()
     std::string database = "cairn";
+    std::uint64_t node_id = 1;           // several gateways on one database need distinct ones
     std::string journal_dir;             // default: a new temp dir
     std::string journal_toml;            // extra lines for the [journal] table
     std::string apply_toml;              // extra lines for the [apply] table
@@ -49,6 +50,8 @@ public:
     // still runs after timeout (it is left running).
     int wait_exit(std::chrono::milliseconds timeout);
 
+    // The exit code running() or a failed start() saw when it reaped cairnd (-1: not seen).
+    int exit_code() const { return exit_code_; }
     std::uint16_t port() const { return port_; }
     const std::string& journal_dir() const { return opts_.journal_dir; }
     const std::string& log_path() const { return log_path_; }
@@ -61,6 +64,7 @@ private:
     std::string log_path_;
     std::uint16_t port_ = 0;
     pid_t pid_ = -1;
+    int exit_code_ = -1;
 };
 
 }  // namespace cairn::test
