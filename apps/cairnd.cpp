@@ -300,6 +300,8 @@ int main(int argc, char** argv) {
         return exit_startup;
     }
     server.set_upgrade_handler(net::make_ws_handler(router, cfg.lim, metrics));
+    // The lease row names the port really bound (listen.port 0 picks one); the keeper's first renewal writes it.
+    claim.holder = fmt::format("{}:{} (pid {})", host_name(), server.port(), ::getpid());
     shard_set.start_all();
     // On a strand: a refresh fans out one task per shard, and those share its state without locks
     // (shard_set::async_fan_out); on the bare io_context they would run on several threads at once.

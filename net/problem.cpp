@@ -30,6 +30,7 @@ std::span<const problem_type> problem_catalogue() noexcept {
         problems::cell_exists,
         problems::index_exists,
         problems::cleaner_running,
+        problems::feed_range_gone,
         problems::body_too_large,
         problems::no_table,
         problems::index_scan_budget,

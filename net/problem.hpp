@@ -67,6 +67,8 @@ inline constexpr problem_type index_exists{http::status::conflict, "index-exists
     "an index of that name exists with another definition"};
 inline constexpr problem_type cleaner_running{http::status::conflict, "cleaner-running", "Index job running",
     "a back-fill or verify run of that index is running"};
+inline constexpr problem_type feed_range_gone{http::status::gone, "feed-range-gone", "Feed range gone",
+    "`GET /v1/feed`: the journal no longer holds the ops after `from` (retention); member `oldest_seq`"};
 inline constexpr problem_type body_too_large{http::status::payload_too_large, "body-too-large", "Body too large",
     "body above `limits.body_bytes_max`"};
 inline constexpr problem_type no_table{http::status::unprocessable_entity, "no-table", "No table answers this query",

@@ -8,6 +8,7 @@
 #include "net/detail/applied_wait.hpp"
 #include "net/detail/journal_write.hpp"
 #include "net/edge_json.hpp"
+#include "net/feed_routes.hpp"
 #include "net/gateway.hpp"
 #include "net/problem.hpp"
 #include "net/replay_routes.hpp"
@@ -156,6 +157,7 @@ void add_api_routes(router& r, gateway& gw) {
     add_index_routes(r, gw);
     add_admin_routes(r, gw);
     add_replay_routes(r, gw);
+    add_feed_routes(r, gw);
     add_asset_routes(r);
 }
 

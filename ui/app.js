@@ -334,6 +334,56 @@ function renderShards() {
   $("shards-table").tBodies[0].replaceChildren(...rows);
 }
 
+// The gateways on these shards (GET /v1/admin/status's `gateways`), with the states `cairn status`
+// shows: running (lease renewed), stopped (released at a clean stop), silent (lease lapsed). A
+// silent gateway with unapplied ops holds acknowledged writes that only its journal has: at risk.
+const GATEWAY_STATES = {
+  running: { kind: "good", title: "it renews its node id's lease on shard 0" },
+  stopped: { kind: "", title: "it released its lease when it stopped cleanly" },
+  silent: { kind: "warn", title: "its lease lapsed without a release: it crashed, or it cannot reach shard 0" },
+};
+
+function gatewayState(g) {
+  if (g.active) return "running";
+  return g.released ? "stopped" : "silent";
+}
+
+function renderGateways() {
+  const s = state.status;
+  if (!s) return;
+  const list = s.gateways;
+  const empty = $("gateways-empty");
+  empty.classList.toggle("warn-text", list === null);
+  if (!Array.isArray(list)) {
+    $("gateways-table").tBodies[0].replaceChildren();
+    $("gateways-count").textContent = "";
+    empty.textContent = list === null
+      ? `Gateways unknown: ${s.gateways_error ?? "the gateway did not say why"}.`
+      : "This gateway does not report the gateways on its shards.";
+    empty.hidden = false;
+    return;
+  }
+  let atRisk = 0;
+  const rows = list.map((g) => {
+    const st = gatewayState(g);
+    const risky = st === "silent" && Number(g.unapplied_ops) > 0;
+    if (risky) atRisk++;
+    return h("tr", { class: risky ? "at-risk" : "", data: { node: String(g.node_id), state: st, risk: risky ? "yes" : "no" } },
+      h("td", { class: "node" }, String(g.node_id), g.self ? [" ", h("span", { class: "badge self", title: "the gateway serving this page", text: "this" })] : null),
+      h("td", { class: "holder", text: g.holder }),
+      h("td", { class: "state" }, h("span", { class: `badge ${GATEWAY_STATES[st].kind}`, title: GATEWAY_STATES[st].title, text: st })),
+      h("td", { class: "num renewed", text: `${fmtDuration(g.renewed_ms_ago)} ago` }),
+      h("td", { class: "num last-seq", text: fmtNum(g.last_seq) }),
+      h("td", { class: "num applied-through", text: fmtNum(g.applied_through) }),
+      h("td", { class: "num unapplied" }, fmtNum(g.unapplied_ops),
+        risky ? [" ", h("span", { class: "badge bad", title: "acknowledged writes only this silent gateway's journal holds: lost if its disk is", text: "at risk" })] : null));
+  });
+  $("gateways-table").tBodies[0].replaceChildren(...rows);
+  $("gateways-count").textContent = `(${list.length}${atRisk ? `, ${atRisk} at risk` : ""})`;
+  empty.textContent = list.length ? "" : "No gateway holds a node id lease on shard 0 yet.";
+  empty.hidden = list.length > 0;
+}
+
 function ensureShardOptions(n) {
   if (n === state.shardCount) return;
   state.shardCount = n;
@@ -954,6 +1004,7 @@ async function runRound() {
     recordTotals(t);
     renderOverview();
     renderShards();
+    renderGateways();
     renderCharts();
     renderMetrics();
     $("updated").textContent = `updated ${new Date().toLocaleTimeString(undefined, { hour12: false })}${state.live ? "" : " (paused)"}`;

@@ -10,6 +10,8 @@
 #include "core/page_cursor.hpp"
 #include "core/shard_map.hpp"
 #include "shards/edge_store.hpp"
+#include "shards/gateways.hpp"
+#include "shards/mariadb_conn.hpp"
 #include "shards/pool.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -849,6 +851,37 @@ struct backlog_cairnd {
     std::string error;
 };
 
+// Forgets the node id leases of gateways that are gone (released or lapsed) in the bench's own
+// database: each backlog run starts a fresh journal under the config's node id, which cairnd
+// refuses while an earlier journal's lease stands (docs/operations.md). Safe here: the backlogs
+// are edges (last writer wins by ts), so no counter deduplicates by a repeated op id. A running
+// gateway's lease is kept.
+core::result<void> forget_gone_leases(const bench_config& cfg) {
+    if (cfg.shards.empty()) return core::success();
+    shards::conn_params p;
+    p.host = cfg.shards[0].host;
+    p.port = cfg.shards[0].port;
+    p.user = cfg.user;
+    p.password = cfg.password;
+    p.database = cfg.database;
+    p.connect_timeout = 5s;
+    p.query_timeout = 30s;
+    asio::io_context ioc;
+    core::result<void> out = core::success();
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            shards::mariadb_conn conn(ioc.get_executor(), p);
+            out = co_await conn.async_connect();
+            if (out) out = co_await shards::async_create_gateway_schema(conn);
+            if (out) out = co_await conn.async_execute("DELETE FROM gateway_leases WHERE released = 1 OR expires_at <= NOW(6)");
+            conn.close();
+        },
+        core::log_task_end{"bench-forget-leases"});
+    ioc.run();
+    return out;
+}
+
 // A cairnd with a fresh journal in dir holding `backlog` unapplied edges of graph, stopped.
 backlog_cairnd prepare_backlog(const bench_config& cfg, const std::string& dir, const std::string& name,
                                const std::string& graph) {
@@ -861,6 +894,10 @@ backlog_cairnd prepare_backlog(const bench_config& cfg, const std::string& dir, 
     spec.port = pick_free_port();
     std::error_code fs_ec;
     std::filesystem::remove_all(spec.journal_dir, fs_ec);
+    if (auto f = forget_gone_leases(cfg); !f) {
+        out.error = "cannot clear the gone gateways' node id leases on shard 0: " + f.error().message();
+        return out;
+    }
     out.child = std::make_unique<cairnd_child>(spec);
     if (auto s = out.child->spawn(true); !s) {
         out.error = "cannot start cairnd: " + s.error().message();

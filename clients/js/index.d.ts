@@ -12,8 +12,17 @@ export type IdString = string;
 export type Int64Input = number | bigint;
 /** A 64-bit integer of an answer outside graphs: a number when exact, else a bigint. */
 export type Int64 = number | bigint;
-/** A journal sequence, or a write's acknowledgement whose seq a read must wait for. */
-export type After = number | bigint | string | { readonly seq: number };
+/**
+ * A write's acknowledgement `after`, "<node id>:<seq>", which a read on any gateway of the same shards
+ * understands (node id 0 to 1023, seq a non-negative integer).
+ */
+export type AfterToken = `${number}:${number}`;
+/**
+ * What a read waits for: a write's acknowledgement (its `after`; its `seq` when it has none), an
+ * AfterToken, or a bare seq (a non-negative integer, or its decimal text), which names a write of the
+ * gateway that serves the read. Anything else is a TypeError before any request.
+ */
+export type After = WriteAck | { readonly seq: number | bigint; readonly after?: string } | AfterToken | number | bigint | string;
 /** An HLC timestamp, always a decimal string. */
 export type Hlc = string;
 /** Milliseconds since the Unix epoch, or a Date. */
@@ -142,7 +151,20 @@ export class CairnClient extends EventTarget {
   readonly timeoutMs: number;
   readonly maxInFlight: number;
   readonly resendBufferMax: number;
-  /** The greatest seq of a write this client had acknowledged (0 before any): pass it as `after`. */
+  /**
+   * The latest `after` of the gateway (node id) that acknowledged this client's most recent write, null
+   * before any write: pass it as `after` to any gateway. With one gateway, the latest write of all.
+   */
+  readonly lastAfter: string | null;
+  /**
+   * The latest `after` of each gateway (node id) that acknowledged a write of this client. Tokens of
+   * different gateways are not ordered, and a read names only one: it sees that gateway's writes.
+   */
+  readonly lastAfters: ReadonlyMap<number, string>;
+  /**
+   * The seq of lastAfter (0 before any write). As `after`, a bare seq names a write of the gateway that
+   * serves the read: only right when every request reaches one gateway. Prefer lastAfter.
+   */
   readonly lastSeq: number;
   readonly stats: Readonly<ClientStats>;
   /** 'ws' or 'http' once decided (auto decides at the first connection). */
@@ -177,7 +199,10 @@ export function newIdempotencyKey(): string;
 // Options of reads and writes
 
 export interface ReadOptions {
-  /** Read your writes: wait until the shards the read needs have applied this seq (or this ack's). */
+  /**
+   * Read your writes: wait until the shards the read needs have applied this write (an ack or its
+   * `after` token: on any gateway; a bare seq: this gateway's) and every earlier write of its gateway.
+   */
   after?: After;
   /** How long cairn waits for `after` (its timeout_ms; default 5000); past it, 504 not-applied-yet. */
   afterTimeoutMs?: number;
@@ -197,8 +222,13 @@ export interface WriteOptions {
 
 /** The acknowledgement of a write: durable in cairnd's journal. */
 export interface WriteAck {
-  /** The journal sequence of the (last) op: pass the ack or this as `after`. */
+  /** The journal sequence of the (last) op in the journal of the gateway that took the write. */
   readonly seq: number;
+  /**
+   * "<node id>:<seq>" of the (last) op: what a read on any gateway of the same shards passes as `after`
+   * (passing the ack itself sends this). Absent from gateways older than it: the ack's seq is used.
+   */
+  readonly after: string;
   /** The first op's seq, for a batch. */
   readonly first_seq?: number;
   /** The number of ops, for a batch. */
@@ -582,6 +612,13 @@ export class Indexes {
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
+/** The largest node id of a gateway (1023). */
+export declare const NODE_ID_MAX: 1023;
+/**
+ * The parts of an `after` token: "<node id>:<seq>" -> { node, seq }; a bare seq -> { node: null, seq }.
+ * Throws a TypeError for anything else (node id above 1023, a negative or non-integer seq, other text).
+ */
+export function parseAfter(token: string): { readonly node: number | null; readonly seq: bigint };
 /** An id as canonical decimal text; throws RangeError for numbers above 2^53 - 1 (pass a bigint or string). */
 export function idText(id: IdInput, what?: string): string;
 /** JSON.parse, except that integers outside ±(2^53 - 1) become bigints. */

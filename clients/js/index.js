@@ -1,5 +1,6 @@
 // @cairn/client: the JavaScript client of cairn. See README.md and docs/clients/js.md.
 export { CairnClient, newIdempotencyKey } from './lib/client.js';
 export { CairnError } from './lib/errors.js';
+export { NODE_ID_MAX, parseAfter } from './lib/after.js';
 export { Cells, Counter, Entities, Graph, Indexes, idText, sets } from './lib/models.js';
 export { parseJson, stringifyJson } from './lib/json.js';

@@ -92,7 +92,14 @@ cut_outcome run_cut(const std::string& journal_dir, const std::string& undo_path
     for (const auto& e : acked) {
         if (!journaled.contains(e)) ++out.lost;
     }
-    // cairnd starts on what the cut left, and stops cleanly.
+    // cairnd starts on what the cut left, and stops cleanly. A real cut keeps the journal's identity
+    // (it was synced when the journal was made), so the restart takes back the lease the killed
+    // gateway held. The control's disk ignored every sync, so its journal may have lost even that:
+    // a new journal, which cairnd refuses under a node id an earlier journal holds (its op ids would
+    // repeat); the operator's way out (docs/operations.md) is to delete the lease row.
+    if (control) {
+        (void)exec_sql(test_shards()[0], {"DELETE FROM gateway_leases WHERE node_id = 1"}, o.database);
+    }
     cairnd_options plain;
     plain.journal_dir = journal_dir;
     cairnd_process again(plain);

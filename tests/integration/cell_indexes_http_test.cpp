@@ -183,9 +183,12 @@ TEST_F(cell_indexes_http, users_companies_and_schools_are_found_by_their_indexes
     put_user(1, 3, acme);
     EXPECT_EQ(users_of(acme, 100), (std::vector<std::string>{user(0), user(1), user(2), user(3), user(6)}));
 
-    // Definitions are on the shards: a new gateway knows them, and lists the cell indexes as such.
+    // Definitions are on the shards: a new gateway (its own journal, so its own node id) knows them,
+    // and lists the cell indexes as such.
     EXPECT_EQ(cairnd_->terminate(), 0);
-    cairnd_ = std::make_unique<cairnd_process>(options(db));
+    auto second = options(db);
+    second.node_id = 2;
+    cairnd_ = std::make_unique<cairnd_process>(second);
     ASSERT_TRUE(cairnd_->start()) << cairnd_->log_tail();
     const auto list = json::parse(send("GET", "/v1/indexes").body);
     ASSERT_EQ(list["indexes"].size(), 4u) << list.dump();

@@ -22,6 +22,7 @@ cairnd_options gateway(const std::string& db, std::uint64_t node_id, const std::
     o.node_id = node_id;
     o.journal_dir = journal_dir;
     o.journal_toml = "node_lease_seconds = 3";
+    o.keep_leases = true;  // the leases are what these tests are about
     return o;
 }
 

@@ -57,22 +57,10 @@ TEST(edge_convergence, real_shards_end_in_the_model_rows_and_counts) {
             }
         }
         const auto model = test::edge_model::of(ops);
-        test::edge_model actual;
-        for (std::uint32_t s = 0; s < 2; ++s) {
-            auto rows = test::run_on(ioc, shards::async_dump_edges(*conns[s]));
-            RC_ASSERT(rows.has_value());
-            for (const auto& e : rows.value()) {
-                // Each row must live on the shard of its node.
-                RC_ASSERT(map.shard_of_id(e.key.node_id) == s);
-                actual.rows[{e.key.graph, e.key.node_id, static_cast<int>(e.key.direction), e.key.other_id}] = e.row;
-            }
-            auto counts = test::run_on(ioc, shards::async_dump_edge_counts(*conns[s]));
-            RC_ASSERT(counts.has_value());
-            for (const auto& [k, n] : counts.value()) {
-                RC_ASSERT(map.shard_of_id(k.node_id) == s);
-                actual.counts[{k.graph, k.node_id, static_cast<int>(k.direction), static_cast<int>(k.state)}] = n;
-            }
-        }
+        // Each row must live on the shard of its node (read_edge_model checks it).
+        auto read = test::read_edge_model(ioc, conns, map);
+        if (auto* e = std::get_if<std::string>(&read)) RC_FAIL(*e);
+        const auto& actual = std::get<test::edge_model>(read);
         RC_ASSERT(actual.rows == model.rows);
         RC_ASSERT(actual.counts == model.counts);
     });

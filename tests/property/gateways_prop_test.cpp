@@ -105,20 +105,9 @@ TEST(gateways_convergence, ops_split_across_two_gateways_end_in_the_model_rows_a
         for (const auto& gw : gateways) RC_ASSERT(test::wait_applied(gw->port(), 60s));
 
         const auto model = test::edge_model::of(ops);
-        test::edge_model actual;
-        for (std::uint32_t s = 0; s < 2; ++s) {
-            auto rows = test::run_on(ioc, shards::async_dump_edges(*conns[s]));
-            RC_ASSERT(rows.has_value());
-            for (const auto& e : rows.value()) {
-                RC_ASSERT(map.shard_of_id(e.key.node_id) == s);
-                actual.rows[{e.key.graph, e.key.node_id, static_cast<int>(e.key.direction), e.key.other_id}] = e.row;
-            }
-            auto counts = test::run_on(ioc, shards::async_dump_edge_counts(*conns[s]));
-            RC_ASSERT(counts.has_value());
-            for (const auto& [k, n] : counts.value()) {
-                actual.counts[{k.graph, k.node_id, static_cast<int>(k.direction), static_cast<int>(k.state)}] = n;
-            }
-        }
+        auto read = test::read_edge_model(ioc, conns, map);
+        if (auto* e = std::get_if<std::string>(&read)) RC_FAIL(*e);
+        const auto& actual = std::get<test::edge_model>(read);
         RC_ASSERT(actual.rows == model.rows);
         RC_ASSERT(actual.counts == model.counts);
     });

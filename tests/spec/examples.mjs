@@ -343,6 +343,7 @@ function sql(shard, statement) {
 
 async function admin() {
   await ex('adminStatus', 'status');
+  await ex('getFeed', 'feed');
   for (const n of ['applied', 'future']) await ex('traceWrite', n);
   // Every shard refuses the forward row of node 666: three writes become dead letters there.
   for (const s of shards) {

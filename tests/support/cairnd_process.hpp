@@ -22,6 +22,9 @@ struct cairnd_options {
     std::vector<shard_endpoint> shards;  // default: test_shards()
     std::string database = "cairn";
     std::uint64_t node_id = 1;           // several gateways on one database need distinct ones
+    // false: a start with a new (missing or empty) journal first deletes its node id's lease row on
+    // shard 0, as if that node id had never been used there; true: tests of the lease itself.
+    bool keep_leases = false;
     std::string journal_dir;             // default: a new temp dir
     std::string journal_toml;            // extra lines for the [journal] table
     std::string apply_toml;              // extra lines for the [apply] table

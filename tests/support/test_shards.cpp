@@ -3,6 +3,7 @@
 #include "shards/edge_store.hpp"
 
 #include <boost/algorithm/string.hpp>
+#include <fmt/format.h>
 
 namespace cairn::test {
 
@@ -89,6 +90,27 @@ void fresh_edge_database(const std::string& db) {
         if (r) r = run_on(ioc, shards::async_create_edge_schema(conn));
         if (!r) throw std::runtime_error("cannot create the edge tables in " + db + ": " + r.error().message());
     }
+}
+
+std::variant<edge_model, std::string> read_edge_model(boost::asio::io_context& ioc,
+                                                      const std::vector<std::unique_ptr<shards::mariadb_conn>>& conns,
+                                                      const core::shard_map& map) {
+    edge_model actual;
+    for (std::uint32_t s = 0; s < conns.size(); ++s) {
+        auto rows = run_on(ioc, shards::async_dump_edges(*conns[s]));
+        if (!rows) return fmt::format("reading the edges of shard {} failed: {}", s, rows.error().message());
+        for (const auto& e : rows.value()) {
+            if (map.shard_of_id(e.key.node_id) != s) return fmt::format("shard {} holds a row of node {}, not its own", s, e.key.node_id);
+            actual.rows[{e.key.graph, e.key.node_id, static_cast<int>(e.key.direction), e.key.other_id}] = e.row;
+        }
+        auto counts = run_on(ioc, shards::async_dump_edge_counts(*conns[s]));
+        if (!counts) return fmt::format("reading the counts of shard {} failed: {}", s, counts.error().message());
+        for (const auto& [k, n] : counts.value()) {
+            if (map.shard_of_id(k.node_id) != s) return fmt::format("shard {} holds a count of node {}, not its own", s, k.node_id);
+            actual.counts[{k.graph, k.node_id, static_cast<int>(k.direction), static_cast<int>(k.state)}] = n;
+        }
+    }
+    return actual;
 }
 
 }  // namespace cairn::test

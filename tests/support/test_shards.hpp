@@ -6,6 +6,8 @@
 #include <utility>  // Boost 1.74's awaitable.hpp forgets it.
 
 #include "core/result.hpp"
+#include "core/shard_map.hpp"
+#include "tests/support/edge_model.hpp"
 #include "shards/mariadb_conn.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -17,8 +19,10 @@
 #include <cstdlib>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace cairn::test {
@@ -85,5 +89,11 @@ core::result<std::vector<std::string>> query_sql(const shard_endpoint& s, const 
 void fresh_database(const std::string& db);
 // fresh_database, then the edge tables (shards::async_create_edge_schema) on every test shard.
 void fresh_edge_database(const std::string& db);
+
+// The edge rows and counts the shards hold (conns[s] is shard s, on ioc), as the model's `rows` and
+// `counts`; an error text when a read fails or a row is not on the shard of its node.
+std::variant<edge_model, std::string> read_edge_model(boost::asio::io_context& ioc,
+                                                      const std::vector<std::unique_ptr<shards::mariadb_conn>>& conns,
+                                                      const core::shard_map& map);
 
 }  // namespace cairn::test

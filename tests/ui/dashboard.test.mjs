@@ -4,11 +4,16 @@
 //   cd tests/ui && npm ci && node --test dashboard.test.mjs
 // Every expected value comes from the gateway's own API answers, never from this file. With
 // CAIRN_UI_SCREENSHOT=<path> the admin run also writes a screenshot of the page there.
+// The page's files are built into cairnd: the test first checks that cairnd serves the work tree's
+// ui/ (else: rebuild). With CAIRN_UI_DIR=<repo>/ui it serves the work tree's files itself instead,
+// through a proxy in front of cairnd (everything else goes to cairnd), to try ui/ without a rebuild.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+import { existsSync, mkdirSync, readFileSync, readdirSync } from "node:fs";
+import { createServer } from "node:http";
+import { dirname, extname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 
 const CI = process.env.CI === "true";
 const URL_BASE = process.env.CAIRN_URL;
@@ -16,6 +21,8 @@ const CONFIG = process.env.CAIRN_CONFIG;
 const SHARDS = process.env.CAIRN_TEST_SHARDS;
 const CHROMIUM = process.env.CAIRN_CHROMIUM ?? "/usr/bin/chromium";
 const SCREENSHOT = process.env.CAIRN_UI_SCREENSHOT;
+const REPO_UI = resolve(dirname(fileURLToPath(import.meta.url)), "../../ui");
+const UI_DIR = process.env.CAIRN_UI_DIR ? resolve(process.env.CAIRN_UI_DIR) : null;
 const WAIT_MS = 30000;
 
 // What the run needs, and why it cannot run without it. Under CI a missing piece fails the run.
@@ -42,9 +49,12 @@ function readConfig() {
     if (token && role) tokens[role] = token;
   }
   const database = /^\s*database\s*=\s*"([^"]+)"/m.exec(text)?.[1];
+  // A top-level key: before the first table.
+  const nodeId = /^\s*node_id\s*=\s*(\d+)/m.exec(text.split(/^\s*\[/m)[0])?.[1];
   assert.ok(tokens.admin && tokens.read, `the config ${CONFIG} needs an admin and a read token: run with --toml tests/ui/cairn.toml`);
   assert.ok(database, `no shard database in ${CONFIG}`);
-  return { tokens, database };
+  assert.ok(nodeId !== undefined, `no node_id in ${CONFIG}`);
+  return { tokens, database, nodeId: Number(nodeId) };
 }
 
 // ---- the gateway, from node ---------------------------------------------------------------------
@@ -109,6 +119,93 @@ async function writePoison(node, token) {
   return { seq, shard, key: `${shard}/${seq}` };
 }
 
+// A gateway that crashed while holding acknowledged ops, as `kill -9` leaves it on the shards: its
+// lease row on shard 0 lapsed without a release, and its applied marks are behind its last seq. The
+// node id is one this gateway does not use; the tables exist once this gateway claimed its lease.
+function silentGatewaySql(nodeId) {
+  const [first, ...others] = SHARDS.split(",");
+  const lease = `INSERT INTO gateway_leases (node_id, journal_id, holder, last_seq, renewed_at, expires_at, released) ` +
+    `VALUES (${nodeId}, 4242, 'gw-crashed:8080 (pid 4242)', 57, NOW(6) - INTERVAL 90 SECOND, NOW(6) - INTERVAL 75 SECOND, 0)`;
+  return [
+    [first, `${lease}; INSERT INTO applied_marks (node_id, seq) VALUES (${nodeId}, 50)`],
+    ...others.map((shard) => [shard, `INSERT INTO applied_marks (node_id, seq) VALUES (${nodeId}, 44)`]),
+  ];
+}
+
+async function addSilentGateway(database, nodeId) {
+  for (const [shard, statement] of silentGatewaySql(nodeId)) {
+    const r = sql(shard, database, statement);
+    assert.equal(r.status, 0, `a silent gateway's rows on ${shard}: ${r.stderr}`);
+  }
+}
+
+function removeSilentGateway(database, nodeId) {
+  for (const [shard] of silentGatewaySql(nodeId)) {
+    const r = sql(shard, database, `DELETE FROM gateway_leases WHERE node_id = ${nodeId}; DELETE FROM applied_marks WHERE node_id = ${nodeId}`);
+    assert.equal(r.status, 0, `removing the silent gateway's rows on ${shard}: ${r.stderr}`);
+  }
+}
+
+// A gateway's state as `cairn status` names it (docs/cli.md).
+const gatewayState = (g) => (g.active ? "running" : g.released ? "stopped" : "silent");
+
+// ---- the page's files: cairnd's own, or the work tree's through a proxy ---------------------------
+
+// Where the browser opens the page: cairnd, or the proxy of CAIRN_UI_DIR.
+let pageBase = URL_BASE;
+let proxy;
+
+const CONTENT_TYPES = { ".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml" };
+
+// Serves /ui/<file> from `dir`, with the security headers of cairnd's own /ui/, and forwards every
+// other request to cairnd as it came.
+async function startUiProxy(dir) {
+  const page = await fetch(`${URL_BASE}/ui/`);
+  assert.equal(page.status, 200, "cairnd serves /ui/");
+  const keep = ["content-security-policy", "x-content-type-options", "cache-control"];
+  const pageHeaders = Object.fromEntries(keep.filter((k) => page.headers.has(k)).map((k) => [k, page.headers.get(k)]));
+  const server = createServer(async (req, res) => {
+    try {
+      const path = new URL(req.url, URL_BASE).pathname;
+      const name = path === "/ui/" ? "index.html" : path.startsWith("/ui/") ? path.slice(4) : null;
+      if (name && !name.includes("/") && existsSync(join(dir, name))) {
+        res.writeHead(200, { ...pageHeaders, "content-type": CONTENT_TYPES[extname(name)] ?? "application/octet-stream" });
+        res.end(readFileSync(join(dir, name)));
+        return;
+      }
+      const chunks = [];
+      for await (const c of req) chunks.push(c);
+      const headers = { ...req.headers };
+      for (const k of ["host", "connection", "content-length"]) delete headers[k];
+      const up = await fetch(`${URL_BASE}${req.url}`, {
+        method: req.method, headers, body: chunks.length ? Buffer.concat(chunks) : undefined, redirect: "manual",
+      });
+      const out = {};
+      up.headers.forEach((v, k) => {
+        if (!["content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"].includes(k)) out[k] = v;
+      });
+      const body = Buffer.from(await up.arrayBuffer());
+      res.writeHead(up.status, out);
+      res.end(body);
+    } catch (e) {
+      res.writeHead(502, { "content-type": "text/plain" });
+      res.end(`the test's proxy: ${e.message}`);
+    }
+  });
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  return server;
+}
+
+// Without CAIRN_UI_DIR the page under test is the one built into cairnd: it must be the work tree's.
+async function checkEmbeddedPage() {
+  for (const name of readdirSync(REPO_UI)) {
+    const served = await fetch(`${URL_BASE}/ui/${name}`);
+    const same = served.status === 200 && Buffer.from(await served.arrayBuffer()).equals(readFileSync(join(REPO_UI, name)));
+    assert.ok(same, `cairnd serves a different ui/${name} than the work tree (${served.status}): rebuild cairnd ` +
+      "(scripts/build), or run with CAIRN_UI_DIR=<repo>/ui to serve the work tree's files through the test's proxy");
+  }
+}
+
 // ---- the browser --------------------------------------------------------------------------------
 
 let chromium;
@@ -126,11 +223,18 @@ before(async () => {
     return (st.status === 200 && st.json.shards.every((x) => x.up)) || undefined;
   });
   await addPoisonTrigger(config.database);
+  if (UI_DIR) {
+    proxy = await startUiProxy(UI_DIR);
+    pageBase = `http://127.0.0.1:${proxy.address().port}`;
+  } else {
+    await checkEmbeddedPage();
+  }
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });
 });
 
 after(async () => {
   await browser?.close();
+  proxy?.close();
 });
 
 // Records what a page did wrong: console errors, uncaught exceptions, requests that failed and
@@ -166,7 +270,7 @@ function watch(page) {
 async function openDashboard(context) {
   const page = await context.newPage();
   const w = watch(page);
-  const res = await page.goto(`${URL_BASE}/ui`);
+  const res = await page.goto(`${pageBase}/ui`);
   assert.equal(res.status(), 200);
   assert.equal(new URL(page.url()).pathname, "/ui/");
   assert.match(res.headers()["content-security-policy"] ?? "", /default-src 'self'/);
@@ -205,6 +309,9 @@ async function checkShardHealth(page, token) {
 async function takeScreenshot(page, token, pausedShard) {
   const polls = () => page.evaluate(() => Number(document.getElementById("lag-chart").dataset.points));
   let paused = false;
+  // A crashed gateway beside this one, so that the Gateways panel shows what it flags.
+  const silent = (await selfGateway(token)).node_id === 1023 ? 1022 : 1023;
+  await addSilentGateway(config.database, silent);
   try {
     for (let n = 0, p = await polls(); p < 15; n++) {
       const edges = Array.from({ length: 200 }, (_, i) => ({ source_id: 1000 + n, destination_id: 2000 + i }));
@@ -217,12 +324,14 @@ async function takeScreenshot(page, token, pausedShard) {
         return now > seen ? now : undefined;
       });
     }
+    await page.locator(`#gateways-table tbody tr[data-node="${silent}"]`).waitFor({ timeout: WAIT_MS });
+    const path = resolve(SCREENSHOT);
+    mkdirSync(dirname(path), { recursive: true });
+    await page.screenshot({ path, fullPage: true });
   } finally {
     if (paused) await call("POST", "/v1/admin/apply/resume", { token, body: { shard: pausedShard } });
+    removeSilentGateway(config.database, silent);
   }
-  const path = resolve(SCREENSHOT);
-  mkdirSync(dirname(path), { recursive: true });
-  await page.screenshot({ path, fullPage: true });
 }
 
 test("without a valid token the page asks for one and reads nothing", { skip, timeout: 60000 }, async () => {
@@ -251,6 +360,111 @@ test("without a valid token the page asks for one and reads nothing", { skip, ti
   }
   assert.equal(await page.locator("#content").isHidden(), true);
   assert.deepEqual([...new Set(asked)].filter((p) => !p.startsWith("/ui/")), ["/v1/whoami"], "a page without a valid token asks nothing else");
+  w.clean();
+  await context.close();
+});
+
+// This gateway's row of the status's `gateways` (exactly one is `self`).
+async function selfGateway(token) {
+  const st = (await call("GET", "/v1/admin/status", { token })).json;
+  assert.ok(Array.isArray(st.gateways), `gateways is ${st.gateways}: ${st.gateways_error}`);
+  const mine = st.gateways.filter((g) => g.self);
+  assert.equal(mine.length, 1, JSON.stringify(st.gateways));
+  return mine[0];
+}
+
+// The page's row of one gateway, as text per column.
+async function gatewayRow(page, nodeId) {
+  const row = page.locator(`#gateways-table tbody tr[data-node="${nodeId}"]`);
+  await row.waitFor({ timeout: WAIT_MS });
+  const cell = async (c) => (await row.locator(`td.${c}`).innerText()).trim();
+  return {
+    row,
+    node: await cell("node"), holder: await cell("holder"), state: await cell("state"), lastSeq: await cell("last-seq"),
+    appliedThrough: await cell("applied-through"), unapplied: await cell("unapplied"),
+    atRisk: await row.getAttribute("data-risk"), highlighted: await row.evaluate((tr) => tr.classList.contains("at-risk")),
+  };
+}
+
+const num = (v) => Number(v).toLocaleString("en-US");
+
+// Waits until the page's row of the gateway shows `want` (a gateway of the status): state, seqs and
+// unapplied ops.
+async function waitForGatewayRow(page, want) {
+  return until(`the row of gateway ${want.node_id} to show ${JSON.stringify(want)}`, async () => {
+    const r = await gatewayRow(page, want.node_id);
+    const unapplied = r.unapplied.split(/\s/)[0];
+    return r.state === gatewayState(want) && r.lastSeq === num(want.last_seq) && r.appliedThrough === num(want.applied_through) &&
+      unapplied === num(want.unapplied_ops) ? r : undefined;
+  });
+}
+
+test("gateways: this one with its node id, its unapplied ops while applying is paused, and a silent one at risk", { skip, timeout: 120000 }, async () => {
+  const admin = config.tokens.admin;
+  const context = await browser.newContext();
+  const { page, w } = await openDashboard(context);
+  await useToken(page, admin, "admin");
+
+  // This gateway: the row marked "this" is the node id of its config, held by its own port.
+  const self = await selfGateway(admin);
+  assert.equal(self.node_id, config.nodeId, "the status's self row is the config's node id");
+  if (process.env.CAIRN_PORT) assert.ok(self.holder.includes(`:${process.env.CAIRN_PORT} `), self.holder);
+  const mine = await waitForGatewayRow(page, self);
+  assert.match(mine.node, new RegExp(`^${self.node_id}\\s+this$`));
+  assert.equal(mine.holder, self.holder);
+  assert.equal(mine.state, "running");
+  assert.equal(await page.locator("#gateways-table .badge.self").count(), 1, "one gateway is marked this");
+  assert.equal(await page.locator("#gateways-table tbody tr").count(), (await call("GET", "/v1/admin/status", { token: admin })).json.gateways.length);
+
+  // Applying paused on every shard (through the page's dialog): a write stays in this gateway's
+  // journal only, and its row shows the unapplied ops the status reports. Not at risk: it runs.
+  await page.click("#pause-all");
+  await confirmDialog(page);
+  await until("every shard to be paused", async () => (await call("GET", "/v1/admin/status", { token: admin })).json.shards.every((x) => x.paused) || undefined);
+  try {
+    const w1 = await call("POST", "/v1/graphs/follows/edges", { token: admin, body: { edges: [{ source_id: 31, destination_id: 32 }, { source_id: 33, destination_id: 34 }] } });
+    assert.equal(w1.status, 202, w1.text);
+    const behind = await until("this gateway's unapplied ops in the status", async () => {
+      const g = await selfGateway(admin);
+      return g.last_seq >= w1.json.seq && g.unapplied_ops > 0 ? g : undefined;
+    });
+    const paused = await waitForGatewayRow(page, behind);
+    assert.equal(paused.atRisk, "no");
+    assert.equal(paused.highlighted, false, "a running gateway with unapplied ops is not flagged");
+  } finally {
+    await page.click("#resume-all");
+    await confirmDialog(page);
+  }
+  const caughtUp = await until("this gateway's ops to be applied everywhere", async () => {
+    const g = await selfGateway(admin);
+    return g.unapplied_ops === 0 ? g : undefined;
+  });
+  await waitForGatewayRow(page, caughtUp);
+
+  // A crashed gateway that still holds acknowledged ops: silent, and flagged at risk.
+  const silentId = self.node_id === 1023 ? 1022 : 1023;
+  await addSilentGateway(config.database, silentId);
+  try {
+    const all = await until("the silent gateway in the status", async () => {
+      const list = (await call("GET", "/v1/admin/status", { token: admin })).json.gateways;
+      return list?.some((g) => g.node_id === silentId) ? list : undefined;
+    });
+    const gone = all.find((g) => g.node_id === silentId);
+    assert.equal(gatewayState(gone), "silent", JSON.stringify(gone));
+    assert.ok(gone.unapplied_ops > 0, JSON.stringify(gone));
+    const risky = await waitForGatewayRow(page, gone);
+    assert.equal(risky.atRisk, "yes");
+    assert.equal(risky.highlighted, true, "the silent gateway's row is highlighted");
+    assert.match(risky.unapplied, /at risk/);
+    assert.equal(risky.holder, gone.holder);
+    assert.ok(!/this/.test(risky.node), risky.node);
+    const flagged = all.filter((g) => gatewayState(g) === "silent" && g.unapplied_ops > 0).length;
+    await page.locator("#gateways-count", { hasText: `(${all.length}, ${flagged} at risk)` }).waitFor({ timeout: WAIT_MS });
+    assert.equal((await gatewayRow(page, self.node_id)).atRisk, "no");
+  } finally {
+    removeSilentGateway(config.database, silentId);
+  }
+  await page.locator(`#gateways-table tbody tr[data-node="${silentId}"]`).waitFor({ state: "detached", timeout: WAIT_MS });
   w.clean();
   await context.close();
 });

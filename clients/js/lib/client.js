@@ -6,6 +6,7 @@
 
 import { parseJson, stringifyJson } from './json.js';
 import { CairnError, clientError, problemError } from './errors.js';
+import { parseAfter } from './after.js';
 import { Cells, Counter, Entities, Graph, Indexes } from './models.js';
 
 const DEFAULTS = Object.freeze({
@@ -108,8 +109,14 @@ export class CairnClient extends EventTarget {
     // options.WebSocket: a class, or null to never use one; undefined picks the default.
     this.wsImplOption_ = o.WebSocket;
 
-    /** The greatest `seq` of a write this client had acknowledged: pass it as `after` to read your writes. */
+    // Read-your-writes tokens, the latest per gateway: tokens of different gateways are not ordered.
+    // lastAfter and lastSeq are those of the gateway that acknowledged the most recent write (with
+    // one gateway: the greatest this client was acknowledged); see noteAck_.
+    this.latestByNode_ = new Map();  // node id (null: an acknowledgement without after) -> { seq, after }
+    /** The `seq` of lastAfter's write (0 before any): as `after`, it names a write of the gateway that reads. */
     this.lastSeq = 0;
+    /** "<node id>:<seq>" of the latest write acknowledged by the gateway of the most recent write (null before any). */
+    this.lastAfter = null;
     /** Counters for monitoring and tests. */
     this.stats = { requests: 0, wsSends: 0, httpSends: 0, resent: 0, connects: 0, disconnects: 0, retriedBusy: 0 };
 
@@ -159,6 +166,13 @@ export class CairnClient extends EventTarget {
     return new Indexes(this);
   }
 
+  /** The latest `after` of each gateway (node id) that acknowledged a write of this client. */
+  get lastAfters() {
+    const m = new Map();
+    for (const [node, t] of this.latestByNode_) if (node !== null) m.set(node, t.after);
+    return m;
+  }
+
   /** 'ws' or 'http' once decided; null while `auto` has not connected yet. */
   get transportInUse() {
     return this.mode_;
@@ -177,7 +191,7 @@ export class CairnClient extends EventTarget {
   /**
    * Sends one request and resolves with the answer's JSON body (2xx), or rejects with a CairnError.
    * `write: true` (or an idempotencyKey) makes it a write: it carries an idempotency key, generated
-   * when none is given, and its acknowledgement's seq raises lastSeq.
+   * when none is given, and its acknowledgement updates lastAfter, lastAfters and lastSeq.
    */
   request(method, path, options = {}) {
     return new Promise((resolve, reject) => {
@@ -292,13 +306,43 @@ export class CairnClient extends EventTarget {
     this.settle_(p);
     if (status >= 200 && status < 300) {
       if (p.write && body !== null && typeof body === 'object' && !Array.isArray(body)) {
-        if (typeof body.seq === 'number' && body.seq > this.lastSeq) this.lastSeq = body.seq;
+        this.noteAck_(body);
         Object.defineProperty(body, 'idempotencyKey', { value: p.key, enumerable: false });
       }
       p.resolve(body);
     } else {
       p.reject(problemError(status, body, { retryAfter, idempotencyKey: p.key, method: p.method, path: p.path }));
     }
+  }
+
+  /**
+   * Keeps the latest acknowledgement of each gateway. Seqs are compared within one node id only: a
+   * seq is a position in the journal of the gateway that took the write, so 41 of gateway 1 and 7
+   * of gateway 2 are not ordered. An acknowledgement without `after` (a gateway older than tokens)
+   * counts as one unnamed gateway.
+   */
+  noteAck_(ack) {
+    if (typeof ack.seq !== 'number' && typeof ack.seq !== 'bigint') return;
+    let node = null;
+    let seq = BigInt(ack.seq);
+    if (typeof ack.after === 'string') {
+      try {
+        const parts = parseAfter(ack.after);
+        if (parts.node !== null) {
+          node = parts.node;
+          seq = parts.seq;
+        }
+      } catch {
+        // A malformed after: keep the bare seq (a read passing this ack would refuse it anyway).
+      }
+    }
+    const prev = this.latestByNode_.get(node);
+    if (prev === undefined || seq > prev.seq) {
+      this.latestByNode_.set(node, { seq, after: node === null ? null : `${node}:${seq}` });
+    }
+    const cur = this.latestByNode_.get(node);
+    this.lastSeq = Number.isSafeInteger(Number(cur.seq)) ? Number(cur.seq) : cur.seq;
+    this.lastAfter = cur.after;
   }
 
   /** Puts a request answered 429 (too many in flight) back into the queue after retry_after. */

@@ -3,6 +3,8 @@
 // 64-bit ids and positions arrive as decimal strings, exact; every other answer is parsed with
 // parseJson, which reads integers above 2^53 as bigint.
 
+import { afterParam } from './after.js';
+
 const ID_MAX = (1n << 63n) - 1n;  // cairn's ids: 0 to 2^63 - 1
 const I64_MIN = -(1n << 63n);
 const I64_MAX = (1n << 63n) - 1n;
@@ -43,13 +45,6 @@ function int64(v, what) {
   return Number.isSafeInteger(Number(b)) ? Number(b) : b;
 }
 
-/** The `seq` of `after`: a seq (number, bigint, string) or a write's acknowledgement ({ seq }). */
-function afterSeq(after) {
-  if (after === undefined || after === null) return undefined;
-  if (typeof after === 'object') return afterSeq(after.seq);
-  return idText(after, 'after');
-}
-
 function timeMs(v) {
   if (v instanceof Date) return v.getTime();
   return v;
@@ -71,7 +66,7 @@ function seg(s, what) {
 }
 
 function readQuery(o = {}, extra = {}) {
-  return { ...extra, after: afterSeq(o.after), timeout_ms: o.afterTimeoutMs };
+  return { ...extra, after: afterParam(o.after), timeout_ms: o.afterTimeoutMs };
 }
 
 function readOpts(client, o = {}, query) {

@@ -2,8 +2,8 @@
 // application does, and each `@ts-expect-error` line is misuse the types must refuse (tsc fails if
 // such a line compiles cleanly).
 import {
-  CairnClient, CairnError, parseJson, sets,
-  type Edge, type EdgePage, type IdString, type WriteAck,
+  CairnClient, CairnError, parseAfter, parseJson, sets,
+  type AfterToken, type Edge, type EdgePage, type IdString, type WriteAck,
 } from '@cairn/client';
 
 export async function typed(): Promise<void> {
@@ -25,6 +25,18 @@ export async function typed(): Promise<void> {
   const page: EdgePage = await g.page(12, { direction: 'backward', state: ['normal', 'archived'], limit: 10, after: ack.seq });
   for await (const e of g.edges(12, { cursor: page.next_cursor ?? undefined })) void e.position;
   const n: number = await g.count(12, { state: 'removed', after: cairn.lastSeq });
+  // Read-your-writes tokens across gateways: the ack's after, "<node id>:<seq>", per gateway.
+  const token: string = ack.after;
+  const literal: AfterToken = '1:41';
+  await g.contains(12, 34, { after: token });
+  await g.count(12, { after: literal, afterTimeoutMs: 2000 });
+  const latest: string | null = cairn.lastAfter;
+  await g.count(12, { after: latest ?? undefined });
+  const perNode: string | undefined = cairn.lastAfters.get(1);
+  const parts = parseAfter(ack.after);
+  const node: number | null = parts.node;
+  const tokenSeq: bigint = parts.seq;
+  void perNode; void node; void tokenSeq;
   const counts: number[] = await g.counts([{ node_id: 1n, direction: 'forward' }]);
   void n; void counts;
   await g.removeNode(12, { direction: 'both' });
@@ -102,6 +114,14 @@ export async function misuse(): Promise<void> {
   // @ts-expect-error the ack's seq is a number, not a string
   const s: string = (await g.add(1, 2)).seq;
   void s;
+  // @ts-expect-error the ack's after is a "<node id>:<seq>" string, not a number
+  const t: number = (await g.add(1, 2)).after;
+  void t;
+  // @ts-expect-error an AfterToken is "<node id>:<seq>"
+  const badToken: AfterToken = 'gateway-1';
+  void badToken;
+  // @ts-expect-error lastAfters is read-only: the client keeps it
+  cairn.lastAfters.set(1, '1:2');
   const users = cairn.entities<{ name: string }>('user');
   // @ts-expect-error the body does not match the entity type
   await users.put('00000000000000000000000000000001', { name: 5 });

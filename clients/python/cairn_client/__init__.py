@@ -8,9 +8,9 @@ methods (docs/clients/python.md in the cairn repository).
 from .aio import AsyncClient, Stats
 from .errors import CairnError, ClientClosed, ProblemError, RequestTimeout, TransportError
 from .models import (
-    Ack, Cell, CellPage, CellWrite, CounterTotal, Edge, EdgePage, EdgeWrite, Entity, EntityPage, Increment,
-    NodeDirection, NodeRecord, Query, Series, SeriesPoint, SetOp, SetPage, Token, Top, TopRow, difference,
-    intersect, union,
+    NODE_ID_MAX, Ack, Cell, CellPage, CellWrite, CounterTotal, Edge, EdgePage, EdgeWrite, Entity, EntityPage,
+    Increment, NodeDirection, NodeRecord, Query, Series, SeriesPoint, SetOp, SetPage, Token, Top, TopRow,
+    difference, intersect, union,
 )
 from .sync import Client
 from ._api import new_idempotency_key
@@ -18,8 +18,8 @@ from ._api import new_idempotency_key
 __version__ = "0.1.0"
 
 __all__ = [
-    "Ack", "AsyncClient", "CairnError", "Cell", "CellPage", "CellWrite", "Client", "ClientClosed", "CounterTotal",
-    "Edge", "EdgePage", "EdgeWrite", "Entity", "EntityPage", "Increment", "NodeDirection", "NodeRecord",
+    "NODE_ID_MAX", "Ack", "AsyncClient", "CairnError", "Cell", "CellPage", "CellWrite", "Client", "ClientClosed",
+    "CounterTotal", "Edge", "EdgePage", "EdgeWrite", "Entity", "EntityPage", "Increment", "NodeDirection", "NodeRecord",
     "ProblemError", "Query", "RequestTimeout", "Series", "SeriesPoint", "SetOp", "SetPage", "Stats", "Token", "Top",
     "TopRow", "TransportError", "difference", "intersect", "new_idempotency_key", "union",
 ]

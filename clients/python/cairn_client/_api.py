@@ -16,7 +16,7 @@ from urllib.parse import quote, urlencode
 from .errors import ProblemError
 from .models import (
     Ack, After, Cell, CellPage, CellWrite, CounterTotal, Edge, EdgePage, EdgeWrite, Entity, EntityPage, Increment,
-    NodeRecord, Series, SetPage, Token, Top, after_seq, as_json_item, as_query, time_text,
+    NodeRecord, Series, SetPage, Token, Top, after_param, as_json_item, as_query, time_text,
 )
 
 NODE_ACTIONS = ("remove", "archive", "negate", "restore", "unarchive")
@@ -81,10 +81,12 @@ def problem_of(status: int, body: Any) -> Dict[str, Any]:
 class Api:
     """The request methods of both clients (the AsyncClient's return awaitables).
 
-    ``after=`` on a read takes a Token, an Ack or a seq: the read waits until that write of the same
-    cairnd is applied where the read looks (``timeout_ms`` bounds that wait on the server: past it the
-    read fails with a 504 ``not-applied-yet`` ProblemError). With ``read_your_writes=True`` on the client,
-    reads without ``after=`` use the client's ``last_token``.
+    ``after=`` on a read takes a Token, an Ack, a ``"<node id>:<seq>"`` str (an ack's ``after``) or a
+    bare int seq: the read waits until that write is applied where the read looks, with every earlier
+    write of the same gateway (``timeout_ms`` bounds that wait on the server: past it the read fails
+    with a 504 ``not-applied-yet`` ProblemError). An Ack, its Token and its ``after`` work on every
+    gateway of the same shards; a bare seq names a write of the gateway that serves the read. With
+    ``read_your_writes=True`` on the client, reads without ``after=`` use the client's ``last_token``.
 
     Writes take ``wait_applied=True`` (answer once applied everywhere; ``wait_timeout_ms`` bounds it) and
     ``idempotency_key`` (generated when not given). ``timeout=`` on any call overrides the client's
@@ -92,6 +94,8 @@ class Api:
     """
 
     last_token: Optional[Token] = None
+    # The latest token of each gateway (node id; None: acks without after) that acknowledged a write.
+    last_tokens: Dict[Optional[int], Token]
     read_your_writes: bool = False
 
     # --- plumbing ---------------------------------------------------------------------------
@@ -100,14 +104,23 @@ class Api:
         raise NotImplementedError
 
     def _note_token(self, token: Token) -> None:
-        self.last_token = Token.latest(self.last_token, token)
+        """Keeps the latest token of each gateway; ``last_token`` becomes that of the gateway of this
+        acknowledgement. Seqs of different gateways are never compared: they number different journals."""
+        prev = self.last_tokens.get(token.node)
+        if prev is None or token.seq > prev.seq:
+            self.last_tokens[token.node] = token
+        self.last_token = self.last_tokens[token.node]
 
     def _finish(self, call: Call, status: int, body: Any, retry_after: Optional[float]) -> Any:
         """The result of a call from its answer, or the ProblemError of a refusal."""
         if 200 <= status < 300 or status in call.accept_status:
             result = call.parse(body)
             if call.write and isinstance(result, Ack):
-                self._note_token(result.token)
+                try:
+                    token = result.token
+                except ValueError:  # a malformed after: the write succeeded all the same; keep its seq
+                    token = Token(result.seq)
+                self._note_token(token)
             return result
         problem = problem_of(status, body)
         if status == 404 and call.none_on_not_found and str(problem.get("type", "")).endswith("/not-found"):
@@ -127,10 +140,10 @@ class Api:
     def _read(self, path: str, parse: Callable[[Any], Any], after: After = None, timeout_ms: Optional[int] = None,
               timeout: Optional[float] = None, method: str = "GET", body: Any = None, none_on_not_found: bool = False,
               **params: Any) -> Any:
-        seq = after_seq(after)
-        if seq is None and self.read_your_writes and self.last_token is not None:
-            seq = self.last_token.seq
-        q = query(**params, after=seq, timeout_ms=timeout_ms)
+        after_text = after_param(after)
+        if after_text is None and self.read_your_writes and self.last_token is not None:
+            after_text = self.last_token.after
+        q = query(**params, after=after_text, timeout_ms=timeout_ms)
         return self._call(Call(method, path + q, body, None, True, parse, none_on_not_found, timeout))
 
     # --- edges ------------------------------------------------------------------------------

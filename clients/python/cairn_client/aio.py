@@ -124,6 +124,7 @@ class AsyncClient(Api):
         self.reconnect_delay_max = float(reconnect_delay_max)
         self.read_your_writes = read_your_writes
         self.last_token: Optional[Token] = None
+        self.last_tokens: Dict[Optional[int], Token] = {}
         self.stats = Stats()
         self._token = token
         self._ssl = ssl

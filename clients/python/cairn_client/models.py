@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 import datetime as _dt
+import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 STATES = ("normal", "removed", "archived", "negative")
@@ -47,21 +48,98 @@ def time_text(t: Any) -> str:
 # --- read-your-writes -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, order=True)
-class Token:
-    """A read-your-writes token: the journal ``seq`` of a write acknowledged by one cairnd.
+NODE_ID_MAX = 1023  # a gateway's node id: 0 to 1023
+SEQ_MAX = (1 << 64) - 1  # journal seqs are unsigned 64-bit
+_TOKEN = re.compile(r"(?:([0-9]{1,4}):)?([0-9]{1,20})")
 
-    Pass it (or the Ack itself) as ``after=`` to a read of the same cairnd, and the read waits until
-    the shards it needs have applied that write. Tokens are ordered; ``Token.latest(a, b)`` is the
-    later one (a read after it sees both writes).
+
+@dataclass(frozen=True)
+class Token:
+    """A read-your-writes token: the journal ``seq`` of a write and the ``node`` id of the gateway that
+    acknowledged it (``None``: unknown, a bare seq, which names a write of the gateway that reads).
+
+    Pass it (or the Ack itself) as ``after=`` to a read, and the read waits until the shards it needs
+    have applied that write and every earlier write of the same gateway. With a node id it works on
+    every gateway of the same shards (it is sent as ``"<node>:<seq>"``, the ack's ``after``); a bare
+    seq only on the gateway that issued it.
+
+    Tokens of one node are ordered by seq. Tokens of different nodes are not (each gateway numbers
+    its own journal): comparing them, or ``Token.latest`` over them, raises ValueError.
     """
 
     seq: int
+    node: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.seq, bool) or not isinstance(self.seq, int):
+            raise TypeError(f"a token's seq must be an int, not {self.seq!r}")
+        if not 0 <= self.seq <= SEQ_MAX:
+            raise ValueError(f"a token's seq must be between 0 and 2^64-1, not {self.seq}")
+        if self.node is not None:
+            if isinstance(self.node, bool) or not isinstance(self.node, int):
+                raise TypeError(f"a token's node must be an int or None, not {self.node!r}")
+            if not 0 <= self.node <= NODE_ID_MAX:
+                raise ValueError(f"a token's node must be between 0 and {NODE_ID_MAX}, not {self.node}")
+
+    @classmethod
+    def parse(cls, text: str) -> "Token":
+        """The token of ``"<node>:<seq>"`` (an ack's ``after``) or of a bare ``"<seq>"``; ValueError for
+        anything else (a node id above 1023, a negative or non-integer seq, other text)."""
+        if not isinstance(text, str):
+            raise TypeError(f"Token.parse takes a str, not {text!r}")
+        m = _TOKEN.fullmatch(text)
+        if m is None:
+            raise ValueError(f'a token is "<node id>:<seq>" or a seq, not {text!r}')
+        node, seq = m.group(1), int(m.group(2))
+        if (node is not None and int(node) > NODE_ID_MAX) or seq > SEQ_MAX:
+            raise ValueError(f'a token is "<node id>:<seq>" (node id 0 to {NODE_ID_MAX}, seq below 2^64), '
+                             f"not {text!r}")
+        return cls(seq, None if node is None else int(node))
+
+    @property
+    def after(self) -> str:
+        """What a read sends as ``?after=``: ``"<node>:<seq>"``, or the bare seq when the node is unknown."""
+        return str(self.seq) if self.node is None else f"{self.node}:{self.seq}"
+
+    def _seq_against(self, other: Any) -> Optional[int]:
+        if not isinstance(other, Token):
+            return None
+        if other.node != self.node:
+            raise ValueError(f"tokens of different gateways are not ordered: {self.after} and {other.after} "
+                             "(a read can name one; read after each to see both)")
+        return other.seq
+
+    def __lt__(self, other: Any) -> bool:
+        o = self._seq_against(other)
+        return NotImplemented if o is None else self.seq < o
+
+    def __le__(self, other: Any) -> bool:
+        o = self._seq_against(other)
+        return NotImplemented if o is None else self.seq <= o
+
+    def __gt__(self, other: Any) -> bool:
+        o = self._seq_against(other)
+        return NotImplemented if o is None else self.seq > o
+
+    def __ge__(self, other: Any) -> bool:
+        o = self._seq_against(other)
+        return NotImplemented if o is None else self.seq >= o
 
     @staticmethod
     def latest(*tokens: Optional["Token"]) -> Optional["Token"]:
+        """The latest of tokens of one gateway (``None`` members are left out; ``None`` if none is
+        left): a read after it sees all their writes. ValueError for tokens of different nodes."""
         present = [t for t in tokens if t is not None]
         return max(present) if present else None
+
+    @staticmethod
+    def latest_per_node(*tokens: Optional["Token"]) -> Dict[Optional[int], "Token"]:
+        """The latest token of each node among tokens (``None`` members left out), by node id."""
+        out: Dict[Optional[int], Token] = {}
+        for t in tokens:
+            if t is not None and (t.node not in out or t.seq > out[t.node].seq):
+                out[t.node] = t
+        return out
 
 
 @dataclass(frozen=True)
@@ -71,7 +149,9 @@ class Ack:
     ``seq`` is the journal sequence of the (last) op, ``first_seq`` that of the first (equal for one
     op), ``count`` the number of ops, ``ts`` their timestamps, ``op_id`` the op id of a single op
     (``None`` for a batch). ``deduplicated`` is true when cairnd answered an earlier attempt's
-    acknowledgement for the same ``idempotency_key`` (the write was not applied again).
+    acknowledgement for the same ``idempotency_key`` (the write was not applied again). ``after`` is
+    ``"<node id>:<seq>"`` of the (last) op, which a read on any gateway of the same shards takes
+    (``None`` from a gateway older than it; ``token`` then falls back to the bare seq).
     """
 
     seq: int
@@ -81,34 +161,49 @@ class Ack:
     op_id: Optional[int]
     deduplicated: bool
     idempotency_key: Optional[str] = None
+    after: Optional[str] = None
     raw: Any = _raw()
 
     @property
     def token(self) -> Token:
-        return Token(self.seq)
+        """``Token(seq, node)`` of ``after`` (ValueError if cairnd sent a malformed one), else ``Token(seq)``."""
+        if self.after is None:
+            return Token(self.seq)
+        t = Token.parse(self.after)
+        if t.node is None:
+            raise ValueError(f'an acknowledgement\'s after is "<node id>:<seq>", not {self.after!r}')
+        return t
 
     @classmethod
     def from_json(cls, j: Mapping[str, Any], idempotency_key: Optional[str] = None) -> "Ack":
         ts = j.get("ts")
         ts_list = tuple(int(t) for t in ts) if isinstance(ts, list) else ((int(ts),) if ts is not None else ())
         seq = int(j["seq"])
+        after = j.get("after")
         return cls(seq=seq, first_seq=int(j.get("first_seq", seq)), count=int(j.get("count", 1)), ts=ts_list,
                    op_id=_ts(j.get("op_id")), deduplicated=bool(j.get("deduplicated", False)),
-                   idempotency_key=idempotency_key, raw=dict(j))
+                   idempotency_key=idempotency_key, after=after if isinstance(after, str) else None, raw=dict(j))
 
 
-After = Union[Token, Ack, int, None]
+After = Union[Token, Ack, int, str, None]
 
 
-def after_seq(after: After) -> Optional[int]:
-    """The seq an ``after=`` argument names (a Token, an Ack or a bare seq)."""
+def after_param(after: After) -> Optional[str]:
+    """The ``?after=`` value an ``after=`` argument names: a Token's or an Ack's token (``"<node>:<seq>"``,
+    or the bare seq when its node is unknown), an int seq, or a ``"<node>:<seq>"`` str (checked: ValueError
+    when malformed). TypeError for any other type, or a negative int."""
     if after is None:
         return None
-    if isinstance(after, (Token, Ack)):
-        return after.seq
+    if isinstance(after, Token):
+        return after.after
+    if isinstance(after, Ack):
+        return after.token.after
+    if isinstance(after, str):
+        return Token.parse(after).after
     if isinstance(after, bool) or not isinstance(after, int) or after < 0:
-        raise TypeError(f"after must be a Token, an Ack or a non-negative int seq, not {after!r}")
-    return after
+        raise TypeError(f'after must be a Token, an Ack, a non-negative int seq or a "<node id>:<seq>" str, '
+                        f"not {after!r}")
+    return str(after)
 
 
 # --- edges ------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import ssl as _ssl
 import threading
-from typing import Any, Callable, Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Union
 
 from ._api import Api, Call
 from ._http import HttpTransport, split_url
@@ -24,7 +24,8 @@ class Client(Api):
     timeout in seconds of each socket operation of a request (connect, send, each read; a
     RequestTimeout past it), ``pool_size`` the keep-alive
     connections kept open for threads that share the client. With ``read_your_writes=True`` every
-    read without ``after=`` waits for the latest write this client was acknowledged.
+    read without ``after=`` waits for ``last_token``: the latest write this client was acknowledged by
+    the gateway of its most recent write (``last_tokens``: the latest of each gateway).
     """
 
     def __init__(self, url: str, *, token: Optional[str] = None, ssl: Optional[_ssl.SSLContext] = None,
@@ -34,6 +35,7 @@ class Client(Api):
         self.timeout = float(timeout)
         self.read_your_writes = read_your_writes
         self.last_token: Optional[Token] = None
+        self.last_tokens: Dict[Optional[int], Token] = {}
         self._http = HttpTransport(base, token, ssl, pool_size)
         self._token_lock = threading.Lock()  # threads' acknowledgements race to update last_token
 
@@ -49,7 +51,7 @@ class Client(Api):
 
     def _note_token(self, token: Token) -> None:
         with self._token_lock:
-            self.last_token = Token.latest(self.last_token, token)
+            super()._note_token(token)
 
     def _call(self, call: Call) -> Any:
         timeout = call.timeout if call.timeout is not None else self.timeout
