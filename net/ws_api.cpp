@@ -25,7 +25,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <deque>
+#include <map>
 #include <memory>
 
 namespace cairn::net {
@@ -44,12 +46,50 @@ using error_code = boost::system::error_code;
 // reads too slowly for what it sends).
 constexpr std::size_t answers_queued_max = 4096;
 
+// Change feed subscriptions (SUBSCRIBE /v1/feed?...) one connection may hold at once; each also
+// counts as a request in flight (limits.ws_in_flight_max).
+constexpr std::size_t subscriptions_max = 16;
+// A subscription long-polls the feed route for at most this long per round (or
+// limits.applied_wait_max if shorter), so that an UNSUBSCRIBE, a closed connection or a stop ends
+// it within about this time.
+constexpr std::chrono::milliseconds subscription_poll_max{1000};
+
 auto use_ec(error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
+
+// The subscription's query as the client gave it, without `from` (the subscription keeps its own
+// position) and with its value of `from` apart; nullopt when the client set wait_ms, which the
+// subscription chooses itself.
+struct feed_query_parts {
+    std::string rest;  // "&name=value..." (may be empty)
+    std::string from;  // the client's from, "0" if none
+};
+std::optional<feed_query_parts> split_feed_query(std::string_view path) {
+    feed_query_parts out;
+    out.from = "0";
+    const auto q = path.find('?');
+    std::string_view query = q == std::string_view::npos ? std::string_view{} : path.substr(q + 1);
+    while (!query.empty()) {
+        const auto amp = query.find('&');
+        const std::string_view item = query.substr(0, amp);
+        query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+        if (item.empty()) continue;
+        const std::string_view name = item.substr(0, item.find('='));
+        if (name == "wait_ms") return std::nullopt;
+        if (name == "from") {
+            out.from = std::string(item.substr(std::min(item.size(), name.size() + 1)));
+            continue;
+        }
+        out.rest += '&';
+        out.rest += item;
+    }
+    return out;
+}
 
 struct ws_metrics {
     core::counter& messages;
     core::counter& rejected;
     core::gauge& connections;
+    core::gauge& subscriptions;
 };
 
 bool is_json(const response& res) {
@@ -59,8 +99,9 @@ bool is_json(const response& res) {
     return type.starts_with("application/json") || type.starts_with("application/problem+json");
 }
 
-// The answer frame for a routed request: {"id", "status", "body"[, "retry_after"]}.
-std::string render_answer(const json& id, const response& res, bool binary) {
+// The answer frame for a routed request: {"id", "status", "body"[, "retry_after"]}; a subscription's
+// frames add "event" ("feed" for a page, "end" for its last frame).
+std::string render_answer(const json& id, const response& res, bool binary, std::string_view event = {}) {
     std::string retry_after;
     if (auto it = res.find(http::field::retry_after); it != res.end()) retry_after = std::string(to_string_view(it->value()));
     if (!binary) {
@@ -68,6 +109,10 @@ std::string render_answer(const json& id, const response& res, bool binary) {
         out += id.dump();
         out += R"(,"status":)";
         out += std::to_string(res.result_int());
+        if (!event.empty()) {
+            out += R"(,"event":)";
+            detail::append_json_string(out, event);
+        }
         out += R"(,"body":)";
         if (res.body().empty()) {
             out += "null";
@@ -84,6 +129,7 @@ std::string render_answer(const json& id, const response& res, bool binary) {
         return out;
     }
     json a{{"id", id}, {"status", res.result_int()}};
+    if (!event.empty()) a["event"] = event;
     if (res.body().empty()) {
         a["body"] = nullptr;
     } else if (is_json(res)) {
@@ -166,6 +212,10 @@ public:
                             binary);
                     continue;
                 }
+                if (m.kind == detail::message_kind::unsubscribe) {
+                    unsubscribe(m.id, binary);  // also while stopping, and past the in-flight limit
+                    continue;
+                }
                 if (stopping_) {
                     metrics_.rejected.inc();
                     auto res = problem(problems::shutting_down, "cairnd is stopping; send this request again after reconnecting");
@@ -181,6 +231,10 @@ public:
                     enqueue(render_answer(m.id, res, binary), binary);
                     continue;
                 }
+                if (m.kind == detail::message_kind::subscribe) {
+                    subscribe(std::move(m), binary);
+                    continue;
+                }
                 ++in_flight_;
                 asio::co_spawn(ex, async_handle(std::move(m), binary), core::log_task_end{"websocket request"});
             }
@@ -190,6 +244,7 @@ public:
         }
 
         broken_ = true;
+        for (auto& [key, sub] : subscriptions_) sub->written->cancel();  // ends their waits for a write
         // Requests still running hold references to this session: wait for them (each ends
         // within its own deadline), and for the writer.
         while (in_flight_ > 0 || writing_) {
@@ -228,6 +283,153 @@ private:
         close_when_quiet();
     }
 
+    // A change feed subscription (docs/api.md, "Subscribing to the feed"): a loop that routes
+    // GET /v1/feed from its position, pushes each page that has ops as an "event":"feed" frame, and
+    // reads the next page only once that frame is written. So it holds at most one page in memory,
+    // and a client that reads slowly slows it down (TCP's own backpressure) instead of filling a
+    // buffer; one that falls behind the journal's retention gets a last frame with 410.
+    struct subscription {
+        json id;
+        bool binary = false;
+        std::string rest;        // the client's query without from and wait_ms
+        std::string from;        // the position to read after (the client's text until the first page)
+        bool ended = false;      // unsubscribed: push nothing more
+        bool frame_queued = false;
+        std::unique_ptr<asio::steady_timer> written;  // cancelled when its frame is written (or dropped)
+    };
+
+    void subscribe(message m, bool binary) {
+        const std::string key = m.id.dump();
+        auto refuse = [&](const problem_type& type, std::string detail, std::string_view field = {}) {
+            metrics_.rejected.inc();
+            enqueue(render_answer(m.id, problem(type, detail, field.empty() ? std::nullopt : std::optional<std::string_view>(field)), binary),
+                    binary);
+        };
+        if (subscriptions_.count(key)) {
+            return refuse(problems::invalid_message, "a subscription with this id is running on this connection; UNSUBSCRIBE it first",
+                          "id");
+        }
+        if (subscriptions_.size() >= subscriptions_max) {
+            return refuse(problems::too_many_in_flight, "this connection already has " + std::to_string(subscriptions_max) +
+                                                            " subscriptions; UNSUBSCRIBE one first");
+        }
+        auto parts = split_feed_query(m.path);
+        if (!parts) return refuse(problems::invalid_message, "a subscription chooses its own wait: leave wait_ms out", "wait_ms");
+        auto sub = std::make_shared<subscription>();
+        sub->id = std::move(m.id);
+        sub->binary = binary;
+        sub->rest = std::move(parts->rest);
+        sub->from = std::move(parts->from);
+        sub->written = std::make_unique<asio::steady_timer>(ws_.get_executor());
+        subscriptions_.emplace(key, sub);
+        metrics_.subscriptions.add(1);
+        ++in_flight_;
+        asio::co_spawn(ws_.get_executor(), async_subscription(key, sub), core::log_task_end{"websocket subscription"});
+    }
+
+    void unsubscribe(const json& id, bool binary) {
+        auto it = subscriptions_.find(id.dump());
+        if (it == subscriptions_.end()) {
+            metrics_.rejected.inc();
+            enqueue(render_answer(id, problem(problems::not_found, "no subscription with this id runs on this connection", "id"), binary),
+                    binary);
+            return;
+        }
+        auto sub = it->second;
+        end_subscription(it);
+        json body{{"reason", "unsubscribed"}, {"next_from", position(*sub)}};
+        enqueue(render_answer(sub->id, json_response(http::status::ok, body.dump(), request{}), sub->binary, "end"), sub->binary);
+    }
+
+    // Where a subscription stands, for its last frame: the next_from of its last page, or null
+    // before its first (when from is still the client's text).
+    static json position(const subscription& sub) {
+        std::uint64_t v = 0;
+        const auto* end = sub.from.data() + sub.from.size();
+        const auto [p, ec] = std::from_chars(sub.from.data(), end, v);
+        return ec == std::errc{} && p == end ? json(v) : json(nullptr);
+    }
+
+    // Adds "next_from" to a problem+json body (an object cairn rendered itself).
+    static void add_next_from(response& res, const subscription& sub) {
+        auto& body = res.body();
+        if (body.empty() || body.back() != '}') return;
+        body.pop_back();
+        body += R"(,"next_from":)" + position(sub).dump() + "}";
+        res.prepare_payload();
+    }
+
+    void end_subscription(typename std::map<std::string, std::shared_ptr<subscription>>::iterator it) {
+        it->second->ended = true;
+        it->second->written->cancel();
+        subscriptions_.erase(it);
+        metrics_.subscriptions.add(-1);
+    }
+
+    asio::awaitable<void> async_subscription(std::string key, std::shared_ptr<subscription> sub) {
+        const auto poll = std::min(subscription_poll_max, lim_.applied_wait_max);
+        bool first = true;
+        error_code ec;
+        try {
+            while (!sub->ended && !broken_ && !stopping_) {
+                // The first round answers at once: it is the SUBSCRIBE's answer, or its refusal.
+                request req{http::verb::get,
+                            "/v1/feed?from=" + sub->from + sub->rest + "&wait_ms=" + std::to_string(first ? 0 : poll.count()), 11};
+                req.set(http::field::host, "websocket");
+                const auto started = std::chrono::steady_clock::now();
+                response res = co_await router_.async_route(req, role_);
+                if (sub->ended || broken_) break;
+                if (res.result() != http::status::ok) {
+                    // A refused SUBSCRIBE is a plain answer; a running subscription ends with it
+                    // (410 when it fell behind the journal's retention), and where it stood.
+                    if (!first) add_next_from(res, *sub);
+                    enqueue(render_answer(sub->id, res, sub->binary, first ? std::string_view{} : "end"), sub->binary);
+                    break;
+                }
+                const auto page = json::parse(res.body(), nullptr, false);
+                if (!page.is_object() || !page.contains("next_from") || !page["next_from"].is_number_unsigned()) {
+                    enqueue(render_answer(sub->id, problem(problems::internal, "the feed answered a page without next_from"), sub->binary,
+                                          first ? std::string_view{} : "end"),
+                            sub->binary);
+                    break;
+                }
+                const bool has_ops = page.contains("ops") && page["ops"].is_array() && !page["ops"].empty();
+                const std::string next = std::to_string(page["next_from"].get<std::uint64_t>());
+                const std::string previous = std::exchange(sub->from, next);
+                if (first || has_ops) {
+                    sub->frame_queued = true;
+                    if (!enqueue(render_answer(sub->id, res, sub->binary, "feed"), sub->binary, sub)) break;
+                    // Backpressure: the next page is read only once this one is on the wire.
+                    while (sub->frame_queued && !sub->ended && !broken_) {
+                        sub->written->expires_after(std::chrono::hours(1));
+                        co_await sub->written->async_wait(use_ec(ec));
+                    }
+                } else if (next == previous && std::chrono::steady_clock::now() - started < poll / 2) {
+                    // Nothing new and the wait ended early (the gateway stops, or a shard's worker
+                    // does): pace the next round rather than spin.
+                    sub->written->expires_after(std::chrono::milliseconds(50));
+                    co_await sub->written->async_wait(use_ec(ec));
+                }
+                first = false;
+            }
+            if (!sub->ended && stopping_ && !broken_) {
+                auto res = problem(problems::shutting_down, "cairnd is stopping; subscribe again after reconnecting, from next_from");
+                res.set(http::field::retry_after, "1");
+                add_next_from(res, *sub);
+                enqueue(render_answer(sub->id, res, sub->binary, "end"), sub->binary);
+            }
+        } catch (const std::exception& e) {
+            spdlog::warn("websocket subscription failed: {}", e.what());
+            enqueue(render_answer(sub->id, problem(problems::internal, "the subscription failed inside cairnd; subscribe again from next_from"),
+                                  sub->binary, "end"),
+                    sub->binary);
+        }
+        if (auto it = subscriptions_.find(key); it != subscriptions_.end() && it->second == sub) end_subscription(it);
+        --in_flight_;
+        if (broken_) idle_->cancel();
+        close_when_quiet();
+    }
+
     // While stopping: once no request runs and nothing is being written, sends the close frame
     // (once). The close is a write, so it waits for the writer.
     void close_when_quiet() {
@@ -248,33 +450,44 @@ private:
         if (broken_) idle_->cancel();
     }
 
-    void enqueue(std::string frame, bool binary) {
-        if (broken_ || close_sent_) return;
+    // Queues a frame for the writer; false when the connection is closing or broken (the frame is
+    // dropped). A subscription's frame names it, to be told when its frame is written.
+    bool enqueue(std::string frame, bool binary, std::shared_ptr<subscription> sub = nullptr) {
+        if (broken_ || close_sent_) return false;
         if (queue_.size() >= answers_queued_max) {
             spdlog::warn("websocket client reads too slowly ({} answers queued); closing", queue_.size());
             broken_ = true;
             beast::get_lowest_layer(ws_).cancel();
-            return;
+            return false;
         }
-        queue_.push_back({std::move(frame), binary});
+        queue_.push_back({std::move(frame), binary, std::move(sub)});
         if (!writing_) {
             writing_ = true;
             asio::co_spawn(ws_.get_executor(), async_write_all(), core::log_task_end{"websocket writer"});
         }
+        return true;
+    }
+
+    static void frame_done(const std::shared_ptr<subscription>& sub) {
+        if (!sub) return;
+        sub->frame_queued = false;
+        sub->written->cancel();
     }
 
     asio::awaitable<void> async_write_all() {
         error_code ec;
         while (!queue_.empty() && !broken_) {
-            auto [frame, binary] = std::move(queue_.front());
+            auto f = std::move(queue_.front());
             queue_.pop_front();
-            ws_.binary(binary);
-            co_await ws_.async_write(asio::buffer(frame), use_ec(ec));
+            ws_.binary(f.binary);
+            co_await ws_.async_write(asio::buffer(f.data), use_ec(ec));
             if (ec) {
                 broken_ = true;
                 beast::get_lowest_layer(ws_).cancel();
             }
+            frame_done(f.sub);
         }
+        for (const auto& f : queue_) frame_done(f.sub);
         queue_.clear();
         writing_ = false;
         if (broken_) idle_->cancel();
@@ -287,7 +500,13 @@ private:
     core::role role_;
     ws_metrics& metrics_;
     std::unique_ptr<asio::steady_timer> idle_;  // wakes the read loop's final wait
-    std::deque<std::pair<std::string, bool>> queue_;
+    struct queued_frame {
+        std::string data;
+        bool binary = false;
+        std::shared_ptr<subscription> sub;  // the subscription whose page it is, if any
+    };
+    std::deque<queued_frame> queue_;
+    std::map<std::string, std::shared_ptr<subscription>> subscriptions_;  // by the id's JSON text
     std::size_t in_flight_ = 0;
     bool writing_ = false;
     bool broken_ = false;
@@ -350,7 +569,8 @@ upgrade_handler make_ws_handler(const router& r, const core::limits& lim, core::
     auto m = std::make_shared<ws_metrics>(ws_metrics{
         metrics.add_counter("cairn_ws_messages_total", "WebSocket request messages received", {}),
         metrics.add_counter("cairn_ws_rejected_total", "WebSocket messages answered 400 or 429 without routing", {}),
-        metrics.add_gauge("cairn_ws_connections", "Open WebSocket connections", {})});
+        metrics.add_gauge("cairn_ws_connections", "Open WebSocket connections", {}),
+        metrics.add_gauge("cairn_ws_subscriptions", "Change feed subscriptions running on WebSocket connections", {})});
     return [&r, lim, m](upgrade_stream stream, request req, core::role role, stop_notice& stop) -> asio::awaitable<void> {
         if (auto* tls = std::get_if<tls_stream*>(&stream)) {
             co_await async_serve_ws(**tls, std::move(req), role, stop, r, lim, *m);

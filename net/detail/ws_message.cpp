@@ -141,20 +141,47 @@ message parse_unchecked(std::string_view data, bool binary) {
         }
     }
     if (auto it = j.find("method"); it != j.end()) {
-        const auto verb = it->is_string() ? http::string_to_verb(it->get_ref<const std::string&>()) : http::verb::unknown;
-        if (verb != http::verb::get && verb != http::verb::post && verb != http::verb::put && verb != http::verb::delete_) {
-            m.error = "method must be \"GET\", \"POST\", \"PUT\" or \"DELETE\"";
+        const std::string_view name = it->is_string() ? std::string_view(it->get_ref<const std::string&>()) : std::string_view{};
+        const auto verb = http::string_to_verb(boost::beast::string_view(name.data(), name.size()));
+        if (name == "SUBSCRIBE") {
+            m.kind = message_kind::subscribe;
+        } else if (name == "UNSUBSCRIBE") {
+            m.kind = message_kind::unsubscribe;
+        } else if (verb == http::verb::get || verb == http::verb::post || verb == http::verb::put || verb == http::verb::delete_) {
+            m.method = verb;
+        } else {
+            m.error = "method must be \"GET\", \"POST\", \"PUT\", \"DELETE\", \"SUBSCRIBE\" or \"UNSUBSCRIBE\"";
             m.error_field = "method";
             return m;
         }
-        m.method = verb;
     }
     auto path = j.find("path");
+    if (m.kind == message_kind::unsubscribe) {
+        // It names the subscription by its id alone.
+        if (path != j.end() || j.contains("body") || j.contains("idempotency_key")) {
+            m.error = "UNSUBSCRIBE takes only the id of the SUBSCRIBE it ends";
+            m.error_field = path != j.end() ? "path" : j.contains("body") ? "body" : "idempotency_key";
+        }
+        return m;
+    }
     if (path == j.end() || !path->is_string() || path->get_ref<const std::string&>().empty() ||
         path->get_ref<const std::string&>().front() != '/' || path->get_ref<const std::string&>().size() > 8192) {
         m.error = "path must be the route's path and query, starting with /, e.g. \"/v1/graphs/follows/edges/1/2\"";
         m.error_field = "path";
         return m;
+    }
+    if (m.kind == message_kind::subscribe) {
+        const std::string_view p = path->get_ref<const std::string&>();
+        if (p != "/v1/feed" && !p.starts_with("/v1/feed?")) {
+            m.error = "SUBSCRIBE works on the change feed: path must be \"/v1/feed\" with its query, e.g. \"/v1/feed?from=0&model=edge\"";
+            m.error_field = "path";
+            return m;
+        }
+        if (j.contains("body") || j.contains("idempotency_key")) {
+            m.error = "SUBSCRIBE takes an id and a path only";
+            m.error_field = j.contains("body") ? "body" : "idempotency_key";
+            return m;
+        }
     }
     m.path = path->get_ref<const std::string&>();
     if (auto it = j.find("body"); it != j.end() && !it->is_null()) m.body = it->dump();

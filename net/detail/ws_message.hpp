@@ -22,10 +22,16 @@ inline constexpr int ws_message_depth_max = 32;
 inline constexpr std::array<std::string_view, 5> ws_message_members = {"id", "method", "path", "body", "idempotency_key"};
 inline constexpr std::size_t ws_id_string_bytes_max = 128;
 
+// What a message asks: a request routed like HTTP (GET, POST, PUT, DELETE), or a subscription to
+// the change feed (SUBSCRIBE, path /v1/feed?...; pages are pushed as the shards apply ops) or its end
+// (UNSUBSCRIBE, with the id the SUBSCRIBE had; no path).
+enum class message_kind { request, subscribe, unsubscribe };
+
 // One parsed message, or why it is not one.
 struct message {
     nlohmann::json id;                  // null until known
-    boost::beast::http::verb method = boost::beast::http::verb::get;
+    message_kind kind = message_kind::request;
+    boost::beast::http::verb method = boost::beast::http::verb::get;  // of a request
     std::string path;         // with its query
     std::string body;         // JSON text for the route, empty for none
     std::string idempotency_key;

@@ -1,6 +1,7 @@
 // Fuzz target: a WebSocket request message (JSON text and msgpack binary frames). Never a crash,
-// never an exception; what is accepted has a readable id and a path that starts with '/', and its
-// body is JSON text that parses again.
+// never an exception; what is accepted has a readable id and a path that starts with '/' (a
+// SUBSCRIBE's with /v1/feed, and no body; an UNSUBSCRIBE has nothing but its id), and its body is
+// JSON text that parses again.
 #include "net/detail/ws_message.hpp"
 
 #include <cstdint>
@@ -14,7 +15,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string_view frame(reinterpret_cast<const char*>(data + 1), size - 1);
     const auto m = cairn::net::detail::parse_message(frame, binary);
     if (m.error.empty()) {
-        if (m.id.is_null() || m.path.empty() || m.path.front() != '/') std::abort();
+        using cairn::net::detail::message_kind;
+        if (m.id.is_null()) std::abort();
+        if (m.kind == message_kind::unsubscribe) {
+            // Only an id: nothing else may have been taken.
+            if (!m.path.empty() || !m.body.empty() || !m.idempotency_key.empty()) std::abort();
+            return 0;
+        }
+        if (m.path.empty() || m.path.front() != '/') std::abort();
+        if (m.kind == message_kind::subscribe && (!m.path.starts_with("/v1/feed") || !m.body.empty())) std::abort();
         if (!m.body.empty() && nlohmann::json::parse(m.body, nullptr, false).is_discarded()) std::abort();
     }
     return 0;

@@ -509,6 +509,32 @@ async function websocket() {
     checkMessage(`WebSocket msgpack ${req.id}`, 'answerMsgpack', got.answer);
     checkBody(`WebSocket msgpack ${req.id}`, req, got.answer);
   }
+
+  // The documented SUBSCRIBE, then its UNSUBSCRIBE once the first page came: every frame of the
+  // subscription is a feedEvent message, its pages are FeedPages, and the last one is its end.
+  ws.removeAllListeners('message');
+  const subscribe = asyncMessage('subscribe').examples[0].payload;
+  const subFrames = await new Promise((resolveSub) => {
+    const got = [];
+    const timer = setTimeout(() => resolveSub(got), 30_000);
+    ws.on('message', (data, isBinary) => {
+      const a = isBinary ? msgpackDecode(data) : JSON.parse(data.toString());
+      if (a.id !== subscribe.id) return;
+      got.push(a);
+      if (got.length === 1) ws.send(JSON.stringify(asyncMessage('unsubscribe').examples[0].payload));
+      if (a.event === 'end') {
+        clearTimeout(timer);
+        resolveSub(got);
+      }
+    });
+    ws.send(JSON.stringify(subscribe));
+  });
+  expect(subFrames.length >= 2 && subFrames.at(-1).event === 'end' && subFrames.at(-1).body?.reason === 'unsubscribed',
+    'WebSocket subscribe', `the subscription's frames: ${JSON.stringify(subFrames).slice(0, 300)}`);
+  for (const f of subFrames) {
+    checkMessage('WebSocket subscribe', 'feedEvent', f);
+    if (f.event === 'feed') checkBody('WebSocket subscribe page', { method: 'GET', path: '/v1/feed' }, f);
+  }
   ws.close();
 
   // Roles apply per request: a read connection's write is a 403 answer.

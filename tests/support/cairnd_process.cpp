@@ -79,6 +79,7 @@ bool cairnd_process::start(std::chrono::seconds timeout) {
     std::error_code fs_ec;
     const bool fresh_journal =
         !std::filesystem::exists(opts_.journal_dir, fs_ec) || std::filesystem::is_empty(opts_.journal_dir, fs_ec);
+    if (!opts_.shards.empty() && !opts_.database.empty()) lock_database(opts_.database);
     if (!opts_.keep_leases && !opts_.shards.empty() && fresh_journal) {
         (void)exec_sql(opts_.shards[0], {fmt::format("DELETE FROM gateway_leases WHERE node_id = {}", opts_.node_id)},
                        opts_.database);

@@ -5,6 +5,16 @@
 #include <boost/algorithm/string.hpp>
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <set>
+
 namespace cairn::test {
 
 namespace asio = boost::asio;
@@ -74,7 +84,29 @@ core::result<std::vector<std::string>> query_sql(const shard_endpoint& s, const 
     });
 }
 
+void lock_database(const std::string& db) {
+    static std::mutex mu;
+    static std::set<std::string> held;  // their descriptors stay open until the process exits
+    std::lock_guard lock(mu);
+    if (held.count(db)) return;
+    const auto shards = test_shards();
+    const char* tmp = std::getenv("TMPDIR");
+    const std::string path = fmt::format("{}/cairn-test-db-{}-{}.lock", tmp && *tmp ? tmp : "/tmp",
+                                         shards.empty() ? 0 : shards.front().port, db);
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) throw std::runtime_error("cannot open the database lock " + path + ": " + std::strerror(errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        std::cerr << "test: waiting for database " << db << ": another test process holds " << path << std::endl;
+        int r = 0;
+        while ((r = ::flock(fd, LOCK_EX)) != 0 && errno == EINTR) {
+        }
+        if (r != 0) throw std::runtime_error("cannot lock " + path + ": " + std::strerror(errno));
+    }
+    held.insert(db);
+}
+
 void fresh_database(const std::string& db) {
+    lock_database(db);
     for (const auto& s : test_shards()) {
         auto r = exec_sql(s, {"DROP DATABASE IF EXISTS " + db, "CREATE DATABASE " + db});
         if (!r) throw std::runtime_error("cannot create database " + db + ": " + r.error().message());

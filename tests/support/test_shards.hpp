@@ -85,7 +85,14 @@ core::result<void> exec_sql(const shard_endpoint& s, const std::vector<std::stri
 core::result<std::vector<std::string>> query_sql(const shard_endpoint& s, const std::string& sql,
                                                  const std::string& db = "cairn");
 
-// Creates (or empties) database db on every test shard, so that a test owns its tables.
+// Takes an exclusive lock on database db of the test shards for the rest of this process (a file lock
+// in $TMPDIR named after the first shard's port and db; taken once per process, released when it
+// exits). ctest -j runs each suite's tests one at a time (tests/CMakeLists.txt); this makes two tests
+// of different suites that name the same database wait for each other too. Blocks while another
+// process holds it, after saying so on stderr.
+void lock_database(const std::string& db);
+// Creates (or empties) database db on every test shard, so that a test owns its tables (locks it
+// first: lock_database).
 void fresh_database(const std::string& db);
 // fresh_database, then the edge tables (shards::async_create_edge_schema) on every test shard.
 void fresh_edge_database(const std::string& db);

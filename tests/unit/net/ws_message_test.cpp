@@ -31,6 +31,39 @@ TEST(ws_message, a_key_twice_in_one_object_or_map_is_refused) {
     EXPECT_TRUE(parse_message("\x82\xa2id\x01\xa4path\xa2/x"s, true).error.empty());
 }
 
+// SUBSCRIBE works on the change feed with an id and a path only; UNSUBSCRIBE takes the id alone.
+TEST(ws_message, subscribe_and_unsubscribe_take_only_what_they_need) {
+    const auto sub = parse_message(R"({"id": "f", "method": "SUBSCRIBE", "path": "/v1/feed?from=3&model=edge"})", false);
+    EXPECT_TRUE(sub.error.empty()) << sub.error;
+    EXPECT_EQ(sub.kind, message_kind::subscribe);
+    EXPECT_EQ(sub.path, "/v1/feed?from=3&model=edge");
+    EXPECT_EQ(sub.id, "f");
+    EXPECT_TRUE(parse_message(R"({"id": 1, "method": "SUBSCRIBE", "path": "/v1/feed"})", false).error.empty());
+    const auto unsub = parse_message(R"({"id": "f", "method": "UNSUBSCRIBE"})", false);
+    EXPECT_TRUE(unsub.error.empty()) << unsub.error;
+    EXPECT_EQ(unsub.kind, message_kind::unsubscribe);
+    EXPECT_EQ(parse_message(R"({"id": 1, "path": "/v1/feed"})", false).kind, message_kind::request);
+    // msgpack {"id": 1, "method": "UNSUBSCRIBE"}
+    EXPECT_EQ(parse_message("\x82\xa2id\x01\xa6method\xabUNSUBSCRIBE"s, true).kind, message_kind::unsubscribe);
+
+    const std::vector<std::pair<std::string, std::string>> refused{
+        {R"({"id": 1, "method": "SUBSCRIBE", "path": "/v1/feeds"})", "path"},
+        {R"({"id": 1, "method": "SUBSCRIBE", "path": "/v1/graphs/g/edges/1/2"})", "path"},
+        {R"({"id": 1, "method": "SUBSCRIBE"})", "path"},
+        {R"({"id": 1, "method": "SUBSCRIBE", "path": "/v1/feed", "body": {"a": 1}})", "body"},
+        {R"({"id": 1, "method": "SUBSCRIBE", "path": "/v1/feed", "idempotency_key": "k"})", "idempotency_key"},
+        {R"({"id": 1, "method": "UNSUBSCRIBE", "path": "/v1/feed"})", "path"},
+        {R"({"id": 1, "method": "UNSUBSCRIBE", "body": null})", "body"},
+        {R"({"id": 1, "method": "subscribe", "path": "/v1/feed"})", "method"},
+        {R"({"id": 1, "method": "PATCH", "path": "/v1/feed"})", "method"},
+    };
+    for (const auto& [text, field] : refused) {
+        const auto m = parse_message(text, false);
+        EXPECT_FALSE(m.error.empty()) << text;
+        EXPECT_EQ(m.error_field, field) << text << ": " << m.error;
+    }
+}
+
 // A header that claims more elements than the frame has bytes is refused as it is read: these
 // frames of 5 bytes would otherwise make msgpack-c reserve room for millions of objects.
 TEST(ws_message, claimed_sizes_beyond_the_frame_are_refused) {
