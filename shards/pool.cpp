@@ -65,6 +65,7 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
     // in it exactly while something outside the pool may run an operation on it.
     std::unordered_set<mariadb_conn*> busy;
     std::string last_connect_failure;  // see pool::last_connect_failure
+    pool::connection_check check;      // see pool::set_connection_check; set before the first acquire
 
     // A slot if one is free: the most recently used idle connection that is still alive, or
     // an empty slot if the pool has room. Dead idle connections found on the way are dropped.
@@ -265,12 +266,19 @@ asio::awaitable<core::result<lease>> pool::async_acquire() {
             st->busy.insert(c.get());
         }
         auto r = co_await c->async_connect();
-        if (!r) {
+        std::string refused;
+        if (r && st->check) {
+            refused = co_await st->check(*c);
+            if (!refused.empty()) c->close();
+        }
+        if (!r || !refused.empty()) {
             std::lock_guard lock(st->mutex_);
             st->busy.erase(c.get());
-            st->last_connect_failure = c->last_errno() != 0
+            st->last_connect_failure = !refused.empty() ? refused
+                                       : c->last_errno() != 0
                                            ? fmt::format("MariaDB error {}: {}", c->last_errno(), c->last_error())
                                            : c->last_error();
+            if (!refused.empty()) co_return core::errc::shard_unavailable;
             co_return r.error();  // `slot` frees its place on the way out.
         }
         {
@@ -280,6 +288,11 @@ asio::awaitable<core::result<lease>> pool::async_acquire() {
         slot->conn_ = std::move(c);  // Still busy: the lease gives it back.
     }
     co_return std::move(*slot);
+}
+
+void pool::set_connection_check(connection_check check) {
+    std::lock_guard lock(state_->mutex_);
+    state_->check = std::move(check);
 }
 
 std::size_t pool::idle() const {

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -82,6 +83,14 @@ public:
     // ..."; a refused port, an unknown database and a wrong password read differently), or empty
     // if the last connect succeeded or none was tried. Any thread.
     std::string last_connect_failure() const;
+
+    // Run on every new connection before an acquire hands it out (cairnd's shards: the shard
+    // identity check, shards/shard_identity.hpp). A non-empty text refuses the connection: it is
+    // closed, the acquire fails with shard_unavailable (so that writes wait in the journal, as for
+    // an unreachable shard) and the text becomes last_connect_failure(). Set it before the first
+    // acquire.
+    using connection_check = std::function<boost::asio::awaitable<std::string>(mariadb_conn&)>;
+    void set_connection_check(connection_check check);
 
     // Closes every idle connection now, and every leased one when it is returned (e.g. after
     // a failover). The pool stays usable: later acquires connect afresh.

@@ -5,6 +5,7 @@
 #include "shards/apply_worker.hpp"
 #include "shards/point_batcher.hpp"
 #include "shards/pool.hpp"
+#include "shards/shard_identity.hpp"
 
 #include <fmt/format.h>
 
@@ -16,6 +17,13 @@ shard::shard(boost::asio::any_io_executor ex, journal::journal& j, const core::s
       read_pool_(std::make_unique<pool>(ex, opts.conn, opts.lim.read_pool_connections)),
       apply_pool_(std::make_unique<pool>(ex, opts.conn, 1)),
       target_(make_mariadb_apply_target(*apply_pool_)) {
+    // No connection to a database that another gateway's config placed elsewhere in the map.
+    const std::uint32_t count = map.size();
+    pool::connection_check check = [index = static_cast<std::uint32_t>(index_), count](mariadb_conn& c) {
+        return async_check_shard_identity(c, index, count);
+    };
+    read_pool_->set_connection_check(check);
+    apply_pool_->set_connection_check(std::move(check));
     const core::labels shard_label{{"shard", std::to_string(index_)}};
     // get_batch_runners read connections at most carry combined point reads; pages and counts keep the rest.
     get_batcher_ = std::make_unique<edge_get_batcher>(

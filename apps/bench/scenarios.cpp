@@ -916,6 +916,22 @@ backlog_cairnd prepare_backlog(const bench_config& cfg, const std::string& dir, 
     return out;
 }
 
+// Waits until every shard of the cairnd child has applied everything (/readyz?verbose: every lag 0),
+// polling every 20 ms. Errors: shard_unavailable when cairnd exited, timeout past `limit`.
+core::result<void> wait_drained(cairnd_child& child, std::chrono::minutes limit) {
+    const auto deadline = clock_type::now() + limit;
+    for (;;) {
+        auto v = http_get_sync("127.0.0.1", child.spec().port, "/readyz?verbose");
+        if (v) {
+            auto lag = parse_total_lag(v.value().body);
+            if (lag && *lag == 0) return core::success();
+        }
+        if (!child.running()) return core::errc::shard_unavailable;
+        if (clock_type::now() > deadline) return core::errc::timeout;
+        std::this_thread::sleep_for(20ms);
+    }
+}
+
 run_report run_drain(const bench_config& cfg) {
     run_report r = base_report(cfg);
     r.mode = "once";
@@ -936,16 +952,9 @@ run_report run_drain(const bench_config& cfg) {
         auto ready = b.child->wait_ready(60s);
         if (!ready) return failed(r, "cairnd did not become ready after the restart: " + ready.error().message());
         r.extra["ready_ms"] = std::chrono::duration<double, std::milli>(ready.value()).count();
-        const auto deadline = clock_type::now() + 30min;
-        for (;;) {
-            auto v = http_get_sync("127.0.0.1", b.child->spec().port, "/readyz?verbose");
-            if (v) {
-                auto lag = parse_total_lag(v.value().body);
-                if (lag && *lag == 0) break;
-            }
-            if (!b.child->running()) return failed(r, "cairnd exited while draining; see " + b.child->spec().log_path);
-            if (clock_type::now() > deadline) return failed(r, "the backlog did not drain within 30 minutes");
-            std::this_thread::sleep_for(20ms);
+        if (auto d = wait_drained(*b.child, 30min); !d) {
+            return failed(r, d.error() == core::errc::timeout ? std::string("the backlog did not drain within 30 minutes")
+                                                               : "cairnd exited while draining; see " + b.child->spec().log_path);
         }
         const auto took = std::chrono::duration<double>(clock_type::now() - t0).count();
         b.child->stop();
@@ -987,6 +996,154 @@ run_report run_drain(const bench_config& cfg) {
     finish_throughput(r);
     r.note = fmt::format("multi-row upserts with the last-writer-wins guard, {} edges' rows per statement, "
                          "one connection per shard (no counts)", drain_batch_edges);
+    return r;
+}
+
+// ---- change feed (issue 16) -------------------------------------------------------------------------
+
+constexpr std::uint64_t feed_page_ops = 1000;
+
+// Reads the feed from seq 0 until next_from reaches `until`, in pages of feed_page_ops, on one
+// keep-alive HTTP connection; returns the ops delivered.
+core::result<std::uint64_t> read_feed_http(std::uint16_t port, std::uint64_t until) {
+    asio::io_context ioc;
+    core::result<std::uint64_t> out = core::errc::timeout;
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            http_conn conn(ioc.get_executor(), "127.0.0.1", port, 60s);
+            std::uint64_t from = 0, ops = 0;
+            while (from < until) {
+                auto r = co_await conn.async_request(http::verb::get, fmt::format("/v1/feed?from={}&limit={}", from, feed_page_ops), "");
+                if (!r) {
+                    out = r.error();
+                    co_return;
+                }
+                const auto page = r.value().status_code == 200 ? scan_feed_page(r.value().body) : std::nullopt;
+                if (!page || page->next_from <= from) {
+                    out = core::errc::shard_rejected;
+                    co_return;
+                }
+                ops += page->ops;
+                from = page->next_from;
+            }
+            out = ops;
+        },
+        core::log_task_end{"bench-feed-http"});
+    ioc.run();
+    return out;
+}
+
+// How fast a consumer catches up with a gateway: the change feed of a fresh journal holding `backlog`
+// edges that every shard has applied, read from seq 0 to its end in pages of 1,000 ops, over HTTP
+// (GET /v1/feed on one keep-alive connection) or pushed to one WebSocket subscription; against
+// reading the same edges' forward rows straight from the shards, 1,000 source ids per prepared
+// range query on each shard (a consumer without cairn that knows the id space).
+run_report run_feed(const bench_config& cfg) {
+    run_report r = base_report(cfg);
+    r.mode = "once";
+    r.unit = "ops";
+    r.concurrency = 1;
+    r.extra["backlog_edges"] = static_cast<double>(cfg.backlog);
+    const std::string nonce = run_nonce();
+    if (cfg.target == "cairn-http" || cfg.target == "cairn-ws") {
+        if (cfg.cairnd_binary.empty() || cfg.cairnd_config.empty()) return failed(r, "feed needs --cairnd and --cairnd-config");
+        const std::string dir = work_dir_of(cfg);
+        const std::string graph = cfg.graph.empty() ? "feed_c" + nonce : cfg.graph;
+        auto b = prepare_backlog(cfg, dir, "feed", graph);
+        if (!b.error.empty()) return failed(r, b.error);
+        if (auto s = b.child->spawn(false); !s) return failed(r, "cannot restart cairnd: " + s.error().message());
+        if (auto ready = b.child->wait_ready(60s); !ready) return failed(r, "cairnd did not become ready: " + ready.error().message());
+        if (auto d = wait_drained(*b.child, 30min); !d) return failed(r, "the backlog did not drain: " + d.error().message());
+        // A fresh journal: the backlog's ops are seqs 1..backlog.
+        const auto t0 = clock_type::now();
+        core::result<std::uint64_t> got = core::errc::timeout;
+        if (cfg.target == "cairn-http") {
+            got = read_feed_http(b.child->spec().port, cfg.backlog);
+        } else {
+            asio::io_context ioc;
+            asio::co_spawn(
+                ioc,
+                [&]() -> asio::awaitable<void> {
+                    got = co_await async_read_feed_subscription("127.0.0.1", b.child->spec().port,
+                                                                fmt::format("from=0&limit={}", feed_page_ops), cfg.backlog, 60s);
+                },
+                core::log_task_end{"bench-feed-ws"});
+            ioc.run();
+        }
+        const auto took = std::chrono::duration<double>(clock_type::now() - t0).count();
+        b.child->stop();
+        std::error_code fs_ec;
+        std::filesystem::remove_all(b.child->spec().journal_dir, fs_ec);
+        if (!got) return failed(r, "reading the feed failed: " + got.error().message());
+        if (got.value() != cfg.backlog) return failed(r, fmt::format("the feed delivered {} of {} ops", got.value(), cfg.backlog));
+        r.ops = got.value();
+        r.duration_s = took;
+        finish_throughput(r);
+        r.note = cfg.target == "cairn-http"
+                     ? fmt::format("GET /v1/feed from seq 0 to the end, {} ops per page, one keep-alive connection", feed_page_ops)
+                     : fmt::format("one SUBSCRIBE /v1/feed from seq 0 to the end, {} ops per pushed page", feed_page_ops);
+        return r;
+    }
+    if (cfg.shards.empty()) return failed(r, "--target direct needs --shards");
+    asio::io_context ioc;
+    shard_pools p(ioc.get_executor(), cfg, 1);
+    core::result<std::uint64_t> got = core::errc::timeout;
+    double took = 0;
+    const std::string graph = cfg.graph.empty() ? "feed_d" + nonce : cfg.graph;
+    const std::uint64_t backlog = cfg.backlog;
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            if (auto schema = co_await async_ensure_schema(p); !schema) {
+                got = schema.error();
+                co_return;
+            }
+            if (auto w = co_await async_upsert_edges(
+                    p, graph, backlog, drain_batch_edges, [](std::uint64_t i) { return i + 1; },
+                    [backlog](std::uint64_t i) { return i + 1 + backlog; }, direct_ts(wall_ms(), 0));
+                !w) {
+                got = w.error();
+                co_return;
+            }
+            std::vector<shards::lease> conns;
+            for (auto& pool : p.pools) {
+                auto l = co_await pool->async_acquire();
+                if (!l) {
+                    got = l.error();
+                    co_return;
+                }
+                conns.push_back(std::move(l).value());
+            }
+            static constexpr std::string_view sql =
+                "SELECT node_id, other_id, state, position, ts FROM edges WHERE graph = ? AND node_id BETWEEN ? AND ? "
+                "AND direction = 0 ORDER BY node_id, other_id";
+            const auto t0 = clock_type::now();
+            std::uint64_t rows = 0;
+            for (std::uint64_t lo = 1; lo <= backlog; lo += feed_page_ops) {
+                const std::array<shards::sql_param, 3> params{std::string_view(graph), static_cast<std::int64_t>(lo),
+                                                              static_cast<std::int64_t>(lo + feed_page_ops - 1)};
+                for (auto& c : conns) {
+                    auto page = co_await c->async_query_prepared(sql, params);
+                    if (!page) {
+                        got = page.error();
+                        co_return;
+                    }
+                    rows += page.value().size();
+                }
+            }
+            took = std::chrono::duration<double>(clock_type::now() - t0).count();
+            got = rows;
+        },
+        core::log_task_end{"bench-feed-direct"});
+    ioc.run();
+    if (!got) return failed(r, "direct reads failed: " + got.error().message());
+    if (got.value() != backlog) return failed(r, fmt::format("direct read {} of {} rows", got.value(), backlog));
+    r.ops = got.value();
+    r.duration_s = took;
+    finish_throughput(r);
+    r.note = fmt::format("the same edges' forward rows read from the shards, {} source ids per prepared range query and shard",
+                         feed_page_ops);
     return r;
 }
 
@@ -1077,6 +1234,7 @@ const std::vector<scenario_def>& scenarios() {
         {"sustained", "2. sustained writes with apply keeping up (rate search) vs direct autocommit; 7. memory",
          run_sustained},
         {"drain", "3. apply drain of a journaled backlog (rows/s) vs direct batched multi-row upserts", run_drain},
+        {"feed", "change feed catch-up over an applied backlog (ops/s) vs direct range reads of the same rows", run_feed},
         {"get", "4. point read of one edge vs direct prepared SELECT by primary key", run_get},
         {"page", "5. page of 100 edges by cursor vs the same range query direct", run_page},
         {"count", "6. count of a node with 1,000,000 edges vs direct COUNT(*)", run_count},

@@ -22,6 +22,7 @@ const std::vector<std::pair<std::string, std::string>>& scenario_targets() {
         {"sustained", "≥ 2x"},
         {"memory", "≤ 256 MiB, flat"},
         {"drain", "≥ 0.8"},
+        {"feed", "a line (issue 16)"},
         {"get", "≥ 0.6 over HTTP, ≥ 1.0 over WebSocket"},
         {"page", "≥ 0.8"},
         {"count", "p99 ≤ 1 ms"},

@@ -52,6 +52,60 @@ std::optional<ws_answer_head> parse_ws_answer_head(std::string_view frame) noexc
     return ws_answer_head{*id, static_cast<unsigned>(*status)};
 }
 
+std::optional<feed_page_head> scan_feed_page(std::string_view page) noexcept {
+    auto next = number_after(page, R"("next_from":)");
+    if (!next) return std::nullopt;
+    feed_page_head h;
+    h.next_from = *next;
+    for (auto at = page.find(R"("op_id":)"); at != std::string_view::npos; at = page.find(R"("op_id":)", at + 8)) ++h.ops;
+    return h;
+}
+
+asio::awaitable<core::result<std::uint64_t>> async_read_feed_subscription(std::string host, std::uint16_t port, std::string query,
+                                                                          std::uint64_t until, std::chrono::milliseconds timeout) {
+    auto ex = co_await asio::this_coro::executor;
+    websocket::stream<beast::tcp_stream> ws(ex);
+    error_code ec;
+    asio::ip::tcp::resolver resolver(ex);
+    auto eps = co_await resolver.async_resolve(host, std::to_string(port), use_ec(ec));
+    if (ec) co_return ec;
+    beast::get_lowest_layer(ws).expires_after(timeout);
+    co_await beast::get_lowest_layer(ws).async_connect(eps, use_ec(ec));
+    if (ec) co_return ec;
+    beast::get_lowest_layer(ws).expires_never();
+    websocket::stream_base::timeout t{};
+    t.handshake_timeout = timeout;
+    t.idle_timeout = timeout;  // no frame for this long ends the read with a timeout
+    t.keep_alive_pings = false;
+    ws.set_option(t);
+    ws.read_message_max(64 * 1024 * 1024);
+    co_await ws.async_handshake(host, "/v1/ws", use_ec(ec));
+    if (ec) co_return ec;
+    const std::string subscribe = fmt::format(R"({{"id":1,"method":"SUBSCRIBE","path":"/v1/feed?{}"}})", query);
+    co_await ws.async_write(asio::buffer(subscribe), use_ec(ec));
+    if (ec) co_return ec;
+    std::uint64_t ops = 0;
+    beast::flat_buffer buffer;
+    for (;;) {
+        buffer.clear();
+        co_await ws.async_read(buffer, use_ec(ec));
+        if (ec == beast::error::timeout) co_return core::errc::timeout;
+        if (ec) co_return ec;
+        const std::string_view frame(static_cast<const char*>(buffer.cdata().data()), buffer.cdata().size());
+        const auto head = parse_ws_answer_head(frame);
+        if (!head || head->status != 200 || frame.find(R"("event":"feed")") == std::string_view::npos) {
+            co_return core::errc::shard_rejected;  // refused, or ended: the bench's run is broken
+        }
+        const auto page = scan_feed_page(frame);
+        if (!page) co_return core::errc::shard_rejected;
+        ops += page->ops;
+        if (page->next_from >= until) break;
+    }
+    ws.set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
+    co_await ws.async_close(websocket::close_code::normal, use_ec(ec));
+    co_return ops;
+}
+
 struct ws_conn::waiter {
     std::shared_ptr<asio::steady_timer> timer;  // on the caller's executor
     std::optional<core::result<unsigned>> result;

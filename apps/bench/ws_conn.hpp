@@ -61,4 +61,22 @@ struct ws_answer_head {
 };
 std::optional<ws_answer_head> parse_ws_answer_head(std::string_view frame) noexcept;
 
+// What the feed scenario needs of a change feed page (GET /v1/feed's body, or a subscription's
+// frame around it): how many ops it holds and its next_from, found without a JSON parse (counting
+// "op_id" members: the bench's edges carry no such text in their fields). nullopt without next_from.
+struct feed_page_head {
+    std::uint64_t ops = 0;
+    std::uint64_t next_from = 0;
+};
+std::optional<feed_page_head> scan_feed_page(std::string_view page) noexcept;
+
+// Subscribes to the change feed on a new connection (SUBSCRIBE /v1/feed?<query>, which must hold
+// from= and may hold limit= and filters) and reads the pushed pages until one's next_from reaches
+// `until`; returns the ops the pages held. Errors: a refused subscription or an end frame
+// (core::errc::shard_rejected), the connection's failure, or core::errc::timeout when no frame
+// came for `timeout`.
+[[nodiscard]] boost::asio::awaitable<core::result<std::uint64_t>> async_read_feed_subscription(
+    std::string host, std::uint16_t port, std::string query, std::uint64_t until,
+    std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
 }  // namespace cairn::bench

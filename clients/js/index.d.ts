@@ -44,7 +44,8 @@ export type NodeState = EdgeState;
  * Every failure of a request. From cairn: the RFC 9457 problem (`type`, `title`, `status`, `detail`,
  * `field`). From the client itself: status 0 and type `urn:cairn:client:<slug>`, where slug is
  * `timeout`, `closed`, `buffer-full`, `message-too-large`, `websocket-unavailable`, `websocket-refused`
- * (status 401 or 403: the upgrade was refused) or `internal`.
+ * (status 401 or 403: the upgrade was refused), `aborted` (a request's signal), `too-many-subscriptions`,
+ * `feed-gateway-changed` (a subscription's pages came from another gateway) or `internal`.
  */
 export class CairnError extends Error {
   readonly name: 'CairnError';
@@ -68,6 +69,15 @@ export class CairnError extends Error {
   readonly isClientError: boolean;
   constructor(problem: { type?: string; title?: string; status?: number; detail?: string; [k: string]: unknown },
               extra?: { retryAfter?: number; idempotencyKey?: string; method?: string; path?: string; cause?: unknown });
+}
+
+/**
+ * 410 feed-range-gone: the journal no longer holds the ops after the feed's `from` (retention retired
+ * them). Rebuild what was missed from the shards' rows, then read the feed again from `oldestSeq - 1`.
+ */
+export class FeedRangeGoneError extends CairnError {
+  /** The oldest seq the gateway's journal still holds. */
+  readonly oldestSeq: number | undefined;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -123,6 +133,8 @@ export interface RequestOptions {
   /** The write's idempotency key (1 to 200 bytes); generated when a write has none. */
   idempotencyKey?: string;
   timeoutMs?: number;
+  /** Aborting it fails the request with `aborted` (a request on the wire is answered, and the answer dropped). */
+  signal?: AbortSignal;
 }
 
 export interface ClientStats {
@@ -135,6 +147,8 @@ export interface ClientStats {
   disconnects: number;
   /** Requests answered 429 too-many-in-flight and sent again. */
   retriedBusy: number;
+  /** SUBSCRIBE messages sent (a subscription sends one more after each reconnect or pause). */
+  subscribes: number;
 }
 
 export interface DisconnectDetail {
@@ -185,6 +199,14 @@ export class CairnClient extends EventTarget {
   counter<D extends Dimensions = Dimensions>(metric: string): Counter<D>;
   counters(options?: { timeoutMs?: number }): Promise<{ metrics: CounterMetricInfo[] }>;
   readonly indexes: Indexes;
+
+  /** One page of the change feed (GET /v1/feed); a 410 rejects with FeedRangeGoneError. */
+  feed(options?: FeedOptions): Promise<FeedPage>;
+  /**
+   * The change feed's pages after `from` as the shards apply them: pushed on the WebSocket (subscribed
+   * at the first next(), and again after every reconnect), long-polled over HTTP. At most 16 per client.
+   */
+  subscribe(options?: SubscribeOptions): FeedSubscription;
 
   addEventListener(type: 'open', listener: (ev: Event) => void, options?: boolean | AddEventListenerOptions): void;
   addEventListener(type: 'disconnect', listener: (ev: CustomEvent<DisconnectDetail>) => void, options?: boolean | AddEventListenerOptions): void;
@@ -607,6 +629,92 @@ export class Indexes {
   drop(name: string, options?: { timeoutMs?: number }): Promise<{ dropped: string }>;
   cleanStatus(name: string, options?: { timeoutMs?: number }): Promise<Record<string, unknown>>;
   clean(name: string, options?: { rate?: number; timeoutMs?: number }): Promise<Record<string, unknown>>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The change feed
+
+export type FeedModel = 'edge' | 'node' | 'entity' | 'cell' | 'counter' | 'index';
+/** A seq of one gateway's journal: a number, a bigint or decimal text. */
+export type SeqInput = number | bigint | string;
+
+export interface FeedFilters {
+  /** Only ops of this model. */
+  model?: FeedModel;
+  /** Only ops of this graph, entity kind, cell table, counter metric or index. */
+  name?: string;
+  /** Only ops whose key starts with it: an edge's source_id, a node's node_id (decimal), an entity's id, a cell's row_key (UUID text). */
+  keyPrefix?: string;
+  /** Ops per page, 1 to 1000 (default 100). */
+  limit?: number;
+}
+
+export interface FeedOptions extends FeedFilters {
+  /** The last seq the consumer has seen: a page's next_from (default 0). */
+  from?: SeqInput;
+  /** Long poll: when nothing after `from` is applied yet, wait up to this long (at most limits.applied_wait_max_ms). */
+  waitMs?: number;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface SubscribeOptions extends FeedFilters {
+  /** The last seq the consumer has seen: the next_from of the last page it processed (default 0). */
+  from?: SeqInput;
+  /** Yield pages without ops too (default false: skipped; they only move next_from). */
+  emptyPages?: boolean;
+  /** Pages received and not yet taken, at most (default 16): then it pauses (UNSUBSCRIBE) until half are taken. */
+  bufferPages?: number;
+  /** Over HTTP: the long poll's wait_ms (default 10000; at most cairnd's limits.applied_wait_max_ms). */
+  pollWaitMs?: number;
+}
+
+/** An op as the feed shows it: the fields of its model's write, `ts` in Unix ms. Ids are numbers (bigints above 2^53). */
+export type FeedOpBody =
+  | { model: 'edge'; graph: string; source_id: Int64; destination_id: Int64; state: EdgeState; position: Int64; keep_position: boolean; ts: number }
+  | { model: 'node'; graph: string; node_id: Int64; action: NodeAction; direction: NodeDirection; ts: number }
+  | { model: 'entity'; kind: string; id: string; deleted: boolean; body?: JsonObject; ts: number }
+  | { model: 'cell'; table: string; row_key: string; column: string; ref_key: Int64; body: JsonObject; ts: number }
+  | { model: 'counter'; metric: string; dimensions: Record<string, Int64 | string>; time: number; delta: Int64; ts: number }
+  | { model: 'index'; name: string; dropped: boolean; ts: number; [field: string]: unknown };
+
+export interface FeedOp {
+  /** Its seq in the gateway's journal. */
+  seq: number;
+  /** Unique per write (a write's acknowledgement has the same): deduplicate by it. */
+  op_id: string;
+  /** Its HLC timestamp (the acknowledgement's ts). */
+  hlc: Hlc;
+  op: FeedOpBody;
+}
+
+export interface FeedPage {
+  /** In seq order. */
+  ops: FeedOp[];
+  /** Where the next page starts: store it once the page is processed, and resume `from` it. */
+  next_from: number;
+  /** The greatest seq every shard has applied. */
+  applied_through: number;
+  /** The gateway's last journaled seq. */
+  last_seq: number;
+  /** The gateway's node id: seqs are per gateway. */
+  node_id: number;
+}
+
+/**
+ * The pages of a subscription (`for await (const page of cairn.subscribe({ from }))`), in seq order,
+ * each op once: after a reconnect, a gateway's stop (503) or a pause it subscribes again from the
+ * next_from of the last page it received. `break` (return()) sends UNSUBSCRIBE and waits for cairnd's
+ * last frame. It ends with an error on a 410 (FeedRangeGoneError), a refused SUBSCRIBE (400) or pages
+ * from another gateway (`feed-gateway-changed`); quietly when the client is closed.
+ */
+export class FeedSubscription implements AsyncIterator<FeedPage, undefined> {
+  /** The node id of the gateway whose feed this is (null before the first page). */
+  readonly nodeId: number | null;
+  next(): Promise<IteratorResult<FeedPage, undefined>>;
+  return(value?: undefined): Promise<IteratorResult<FeedPage, undefined>>;
+  throw(error?: unknown): Promise<IteratorResult<FeedPage, undefined>>;
+  [Symbol.asyncIterator](): FeedSubscription;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -150,6 +150,19 @@ TEST_F(bench_smoke, drain_and_restart_drive_their_own_cairnd) {
     EXPECT_EQ(rows, 6000u);
 }
 
+// The change feed line (issue 16): cairn over HTTP pages and a WebSocket subscription, and the
+// direct range reads, each deliver the whole backlog (the scenario fails the run otherwise).
+TEST_F(bench_smoke, feed_catch_up_over_http_websocket_and_direct) {
+    const std::string common = fmt::format("--cairnd '{}' --cairnd-config '{}' --work-dir '{}' --backlog 2500 --shards {}",
+                                           CAIRN_CAIRND_PATH, config_, dir_ + "/work", shard_list());
+    for (const char* target : {"cairn-http", "cairn-ws", "direct"}) {
+        auto j = run_bench(fmt::format("feed-{}", target), fmt::format("--scenario feed --target {} {}", target, common));
+        expect_sane(j, fmt::format("feed-{}", target));
+        EXPECT_EQ(j["unit"], "ops");
+        EXPECT_EQ(j["ops"], 2500) << j.dump(2);
+    }
+}
+
 TEST_F(bench_smoke, sustained_searches_a_rate_with_apply_on_and_reports_memory) {
     // A tiny search: 50, 100, 200, 400 writes/s for 1 s each, then a 2 s soak at the best;
     // direct is the closed-loop baseline. The floor is low on purpose: under ASan on a busy

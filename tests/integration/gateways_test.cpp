@@ -2,9 +2,11 @@
 // with a node id another journal holds is refused; the same journal restarts; a lease taken away
 // stops the gateway), read-your-writes across gateways through the shards' applied marks, and the
 // unapplied window a gateway alone holds on /metrics. Real cairnd processes on the test shards.
+#include "core/shard_map.hpp"
 #include "tests/support/cairnd_process.hpp"
 #include "tests/support/e2e.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -184,6 +186,73 @@ TEST(gateways, metrics_show_the_window_only_this_gateway_holds) {
     ASSERT_TRUE(wait_applied(a.port(), 20s));
     EXPECT_EQ(metric(a.port(), "cairn_apply_unapplied_ops"), 0.0);
     EXPECT_EQ(metric(a.port(), "cairn_apply_oldest_unapplied_age_seconds"), 0.0);
+    EXPECT_EQ(a.terminate(), 0) << a.log_tail();
+}
+
+// The shard map (docs/operations.md, "The shard map"): each shard's database keeps its place, and a
+// gateway whose [[shards]] list it elsewhere, or list another count, applies nothing to it and reads
+// nothing from it; its writes wait in its journal.
+TEST(gateways, a_gateway_that_lists_the_shards_in_another_order_touches_neither) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    const std::string db = "cairn_gw_map";
+    fresh_database(db);
+    const auto shards = test_shards();
+    cairnd_process a(gateway(db, 1));
+    ASSERT_TRUE(a.start()) << a.log_tail();
+    auto w = http_post(a.port(), "/v1/graphs/g/edges?wait=applied", R"({"source_id": 1, "destination_id": 2})");
+    ASSERT_TRUE(w);
+    ASSERT_EQ(w->status, 202) << w->body;
+    for (std::size_t i = 0; i < 2; ++i) {
+        auto id = query_sql(shards[i], "SELECT shard_index, shard_count, map_version FROM shard_identity", db);
+        ASSERT_TRUE(id) << id.error().message();
+        EXPECT_EQ(id.value(), (std::vector<std::string>{fmt::format("{}\t2\t1", i)})) << "shard " << i;
+    }
+
+    const auto refused_within = [](cairnd_process& gw, const std::string& text) {
+        const auto deadline = std::chrono::steady_clock::now() + 20s;
+        while (std::chrono::steady_clock::now() < deadline) {
+            if (gw.log_tail(20000).find(text) != std::string::npos) return true;
+            std::this_thread::sleep_for(50ms);
+        }
+        return false;
+    };
+    auto swapped = gateway(db, 2);
+    swapped.shards = {shards[1], shards[0]};
+    cairnd_process b(swapped);
+    ASSERT_TRUE(b.start()) << b.log_tail();
+    // An edge whose two rows live on the two shards, so that both of B's apply workers must connect.
+    const auto map = core::shard_map::equal_ranges(2);
+    std::int64_t far = 6;
+    while (map.shard_of_id(far) == map.shard_of_id(5)) far = far * 2 + 1;
+    auto wb = http_post(b.port(), "/v1/graphs/g/edges", fmt::format(R"({{"source_id": 5, "destination_id": {}}})", far));
+    ASSERT_TRUE(wb);
+    ASSERT_EQ(wb->status, 202) << wb->body;  // journaled: it waits there
+    EXPECT_TRUE(refused_within(b, "this database is shard 1 of 2 (shard map version 1), but this gateway's config lists it as shard 0 of 2"))
+        << b.log_tail();
+    EXPECT_TRUE(refused_within(b, "this database is shard 0 of 2 (shard map version 1), but this gateway's config lists it as shard 1 of 2"))
+        << b.log_tail();
+    auto rb = http_get(b.port(), "/v1/graphs/g/edges/1/2");
+    ASSERT_TRUE(rb);
+    EXPECT_EQ(rb->status, 503) << "a read through the misplaced shard: " << rb->body;
+    EXPECT_EQ(metric(b.port(), "cairn_apply_applied_seq{shard=\"0\"}"), 0.0);
+    EXPECT_EQ(metric(b.port(), "cairn_apply_applied_seq{shard=\"1\"}"), 0.0);
+    const auto stored = forward_edges(db);
+    EXPECT_EQ(stored.count({"g", 5, far, 0}), 0u) << "the swapped gateway applied its write";
+    EXPECT_EQ(stored.count({"g", 1, 2, 0}), 1u);
+    EXPECT_EQ(b.terminate(), 0) << b.log_tail();
+
+    // Three shards (another count; the third is shard 0 again) are refused everywhere too.
+    auto three = gateway(db, 3);
+    three.shards = {shards[0], shards[1], shards[0]};
+    cairnd_process c(three);
+    ASSERT_TRUE(c.start()) << c.log_tail();
+    EXPECT_TRUE(refused_within(c, "but this gateway's config lists it as shard 2 of 3")) << c.log_tail();
+    EXPECT_EQ(c.terminate(), 0) << c.log_tail();
+
+    // The first gateway goes on as before.
+    auto ra = http_get(a.port(), "/v1/graphs/g/edges/1/2");
+    ASSERT_TRUE(ra);
+    EXPECT_EQ(ra->status, 200) << ra->body;
     EXPECT_EQ(a.terminate(), 0) << a.log_tail();
 }
 

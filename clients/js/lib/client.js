@@ -2,12 +2,14 @@
 // when a WebSocket cannot be used), with a per-request timeout, a bound on requests in flight, and a
 // bounded buffer of unanswered requests that are resent after a reconnect. Every write carries an
 // idempotency key, so a resent write that cairnd had journaled is answered with its original
-// acknowledgement ("deduplicated": true) instead of being applied twice.
+// acknowledgement ("deduplicated": true) instead of being applied twice. Change feed subscriptions
+// (lib/feed.js) share the connection, and subscribe again after a reconnect.
 
 import { parseJson, stringifyJson } from './json.js';
 import { CairnError, clientError, problemError } from './errors.js';
 import { parseAfter } from './after.js';
 import { Cells, Counter, Entities, Graph, Indexes } from './models.js';
+import { FeedSubscription, feedQuery } from './feed.js';
 
 const DEFAULTS = Object.freeze({
   transport: 'auto',
@@ -118,7 +120,7 @@ export class CairnClient extends EventTarget {
     /** "<node id>:<seq>" of the latest write acknowledged by the gateway of the most recent write (null before any). */
     this.lastAfter = null;
     /** Counters for monitoring and tests. */
-    this.stats = { requests: 0, wsSends: 0, httpSends: 0, resent: 0, connects: 0, disconnects: 0, retriedBusy: 0 };
+    this.stats = { requests: 0, wsSends: 0, httpSends: 0, resent: 0, connects: 0, disconnects: 0, retriedBusy: 0, subscribes: 0 };
 
     this.mode_ = o.transport === 'auto' ? null : o.transport;  // null until auto has decided
     this.closed_ = false;
@@ -134,6 +136,8 @@ export class CairnClient extends EventTarget {
     this.reconnectAttempt_ = 0;
     this.reconnectTimer_ = null;
     this.closedPromise_ = null;
+    this.feeds_ = new Set();      // running change feed subscriptions (lib/feed.js)
+    this.feedWire_ = new Map();   // SUBSCRIBE id on the current connection -> its subscription
   }
 
   /** The edges, pages, counts, sets and node actions of one graph. */
@@ -159,6 +163,26 @@ export class CairnClient extends EventTarget {
   /** The declared counter metrics, their dimensions and tables. */
   counters(options = {}) {
     return this.request('GET', '/v1/counters', { timeoutMs: options.timeoutMs });
+  }
+
+  /**
+   * One page of the change feed (GET /v1/feed): the ops after `from` that every shard has applied, in
+   * seq order; `waitMs` long-polls when there are none yet. A 410 rejects with a FeedRangeGoneError.
+   */
+  async feed(o = {}) {
+    const query = { ...feedQuery(o), wait_ms: o.waitMs };
+    return this.request('GET', '/v1/feed', {
+      query, timeoutMs: o.timeoutMs ?? Math.max(this.timeoutMs, (o.waitMs ?? 0) + 1000), signal: o.signal,
+    });
+  }
+
+  /**
+   * The change feed's pages after `from` as they are applied: an async iterator (lib/feed.js,
+   * FeedSubscription) that subscribes on the WebSocket at its first next() and again after every
+   * reconnect, or long-polls over HTTP.
+   */
+  subscribe(o = {}) {
+    return new FeedSubscription(this, o);
   }
 
   /** Entity and cell indexes. */
@@ -222,12 +246,27 @@ export class CairnClient extends EventTarget {
           `${this.live_.size} requests are unanswered (resendBufferMax ${this.resendBufferMax}); wait for some answers`, extra));
         return;
       }
+      const signal = options.signal;
+      if (signal?.aborted) {
+        reject(clientError('aborted', 'Request aborted', `${method} ${path}: aborted by its signal`, extra));
+        return;
+      }
       const timeoutMs = options.timeoutMs ?? this.timeoutMs;
       const p = {
         order: ++this.order_, method, path: fullPath, bodyText, key, write, timeoutMs,
         resolve, reject, settled: false, wireId: null, attempts: 0,
-        timer: null, retryTimer: null, abort: null, wake: null,
+        timer: null, retryTimer: null, abort: null, wake: null, unlisten: null,
       };
+      if (signal) {
+        const onAbort = () => {
+          const i = this.queue_.indexOf(p);
+          if (i >= 0) this.queue_.splice(i, 1);
+          this.fail_(p, clientError('aborted', 'Request aborted', `${method} ${path}: aborted by its signal`, extra));
+          this.pump_();
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+        p.unlisten = () => signal.removeEventListener('abort', onAbort);
+      }
       this.live_.add(p);
       this.stats.requests++;
       p.timer = setTimeout(() => this.expire_(p), timeoutMs);
@@ -252,6 +291,8 @@ export class CairnClient extends EventTarget {
         { method: p.method, path: p.path, idempotencyKey: p.key }));
     }
     this.queue_ = [];
+    for (const sub of [...this.feeds_]) sub.end_(null);
+    this.feedWire_.clear();
     const ws = this.ws_;
     this.ws_ = null;
     this.wsState_ = 'idle';
@@ -282,6 +323,7 @@ export class CairnClient extends EventTarget {
     if (p.wireId !== null) this.wire_.delete(p.wireId);
     if (p.abort) p.abort();
     if (p.wake) p.wake();
+    if (p.unlisten) p.unlisten();
   }
 
   fail_(p, error) {
@@ -371,10 +413,58 @@ export class CairnClient extends EventTarget {
       return;
     }
     if (this.wsState_ === 'open') {
-      while (this.wire_.size < this.maxInFlight && this.queue_.length) this.sendWs_(this.queue_.shift());
+      // A subscription holds one of cairnd's in-flight slots of the connection, as a request does.
+      while (this.wire_.size + this.feedWire_.size < this.maxInFlight && this.queue_.length) this.sendWs_(this.queue_.shift());
       return;
     }
-    if (this.queue_.length && this.wsState_ === 'idle' && this.reconnectTimer_ === null) this.connect_();
+    const waiting = this.queue_.length > 0 || [...this.feeds_].some((sub) => sub.wantsSocket_());
+    if (waiting && this.wsState_ === 'idle' && this.reconnectTimer_ === null) this.connect_();
+  }
+
+  // --- change feed subscriptions (lib/feed.js) ---
+
+  /** Gets a subscription's pages coming: SUBSCRIBE on the open WebSocket, a long poll over HTTP, or a connection. */
+  feedResume_(sub) {
+    if (this.closed_) {
+      sub.end_(null);
+    } else if (this.mode_ === 'http') {
+      sub.poll_();
+    } else if (this.wsState_ === 'open') {
+      this.sendSubscribe_(sub);
+    } else {
+      this.pump_();  // connects; the open WebSocket subscribes every subscription that waits
+    }
+  }
+
+  feedSocketOpen_() {
+    return this.wsState_ === 'open' && this.ws_ !== null;
+  }
+
+  sendSubscribe_(sub) {
+    const id = `s${++this.wireSeq_}`;
+    sub.wireId_ = id;
+    this.feedWire_.set(id, sub);
+    this.stats.subscribes++;
+    try {
+      this.ws_.send(`{"id":"${id}","method":"SUBSCRIBE","path":${JSON.stringify(sub.path_())}}`);
+    } catch {
+      // The socket is closing: its close handler subscribes again on the next connection.
+    }
+  }
+
+  /** UNSUBSCRIBE; keepId: its last frame is still awaited (return()), else frames with its id are dropped. */
+  sendUnsubscribe_(id, keepId) {
+    if (!keepId) this.feedWire_.delete(id);
+    if (!this.feedSocketOpen_()) return;
+    try {
+      this.ws_.send(`{"id":"${id}","method":"UNSUBSCRIBE"}`);
+    } catch {
+      // The socket is closing: the subscription ends with it.
+    }
+  }
+
+  failFeeds_(makeError) {
+    for (const sub of [...this.feeds_]) if (sub.wantsSocket_()) sub.fail_(makeError());
   }
 
   sendWs_(p) {
@@ -472,6 +562,7 @@ export class CairnClient extends EventTarget {
             { method: p.method, path: p.path, idempotencyKey: p.key }));
         }
         this.queue_ = [];
+        this.failFeeds_(() => clientError('websocket-unavailable', 'WebSocket unavailable', why, { method: 'SUBSCRIBE', path: '/v1/feed' }));
       }
       return;
     }
@@ -504,6 +595,7 @@ export class CairnClient extends EventTarget {
       this.reconnectAttempt_ = 0;
       this.stats.connects++;
       this.dispatchEvent(new Event('open'));
+      for (const sub of [...this.feeds_]) if (sub.wantsSocket_()) this.sendSubscribe_(sub);
       this.pump_();
     };
     sock.onmessage = (ev) => {
@@ -532,6 +624,10 @@ export class CairnClient extends EventTarget {
       return;  // Not JSON: cannot be matched to a request.
     }
     if (msg === null || typeof msg !== 'object') return;
+    if (typeof msg.id === 'string') {
+      this.feedWire_.get(msg.id)?.onFrame_(msg);  // a subscription's frame (requests have number ids)
+      return;
+    }
     const p = this.wire_.get(msg.id);
     if (!p) return;  // The answer of a request that timed out.
     this.wire_.delete(msg.id);
@@ -551,6 +647,9 @@ export class CairnClient extends EventTarget {
     this.wire_.clear();
     for (const p of back) p.wireId = null;
     this.queue_ = back.concat(this.queue_);
+    const subs = [...this.feedWire_.values()];
+    this.feedWire_.clear();
+    for (const sub of subs) sub.onConnectionLost_();
     if (wasOpen) {
       this.stats.disconnects++;
       this.dispatchEvent(new CustomEvent('disconnect', {
@@ -586,6 +685,10 @@ export class CairnClient extends EventTarget {
         }, { method: p.method, path: p.path, idempotencyKey: p.key }));
       }
       this.queue_ = [];
+      this.failFeeds_(() => new CairnError({
+        type: 'urn:cairn:client:websocket-refused', title: 'WebSocket refused', status,
+        detail: `cairnd answered the WebSocket upgrade with ${status}: check the bearer token`,
+      }, { method: 'SUBSCRIBE', path: '/v1/feed' }));
       return;
     }
     this.scheduleReconnect_();
@@ -609,6 +712,7 @@ export class CairnClient extends EventTarget {
   fallBack_(reason) {
     this.mode_ = 'http';
     this.dispatchEvent(new CustomEvent('fallback', { detail: { reason } }));
+    for (const sub of [...this.feeds_]) if (sub.wantsSocket_()) sub.poll_();
     this.pump_();
   }
 

@@ -41,6 +41,19 @@ export class CairnError extends Error {
   }
 }
 
+/**
+ * 410 feed-range-gone: the journal no longer holds the ops after the feed's `from` (retention retired
+ * them). `oldestSeq` is the oldest seq it still holds: rebuild what was missed from the shards' rows,
+ * then read the feed again from `oldestSeq - 1`.
+ */
+export class FeedRangeGoneError extends CairnError {
+  constructor(problem, extra) {
+    super(problem, extra);
+    const o = this.problem.oldest_seq;
+    this.oldestSeq = typeof o === 'number' || typeof o === 'bigint' ? o : undefined;
+  }
+}
+
 /** A problem the client makes itself: status 0, type `urn:cairn:client:<slug>`. */
 export function clientError(slug, title, detail, extra) {
   return new CairnError({ type: CLIENT_TYPE_PREFIX + slug, title, status: 0, detail }, extra);
@@ -49,6 +62,7 @@ export function clientError(slug, title, detail, extra) {
 /** The CairnError for an HTTP status and answer body that is not a success. */
 export function problemError(status, body, extra) {
   if (body !== null && typeof body === 'object' && !Array.isArray(body) && typeof body.type === 'string') {
+    if (status === 410 && body.type.endsWith('/feed-range-gone')) return new FeedRangeGoneError({ ...body, status }, extra);
     return new CairnError({ ...body, status }, extra);
   }
   return new CairnError({ type: 'about:blank', title: `HTTP ${status}`, status,

@@ -2,8 +2,8 @@
 // application does, and each `@ts-expect-error` line is misuse the types must refuse (tsc fails if
 // such a line compiles cleanly).
 import {
-  CairnClient, CairnError, parseAfter, parseJson, sets,
-  type AfterToken, type Edge, type EdgePage, type IdString, type WriteAck,
+  CairnClient, CairnError, FeedRangeGoneError, FeedSubscription, parseAfter, parseJson, sets,
+  type AfterToken, type Edge, type EdgePage, type FeedOp, type FeedPage, type IdString, type WriteAck,
 } from '@cairn/client';
 
 export async function typed(): Promise<void> {
@@ -77,6 +77,32 @@ export async function typed(): Promise<void> {
     }
   }
   void parseJson('1');
+
+  // The change feed: a page, then a subscription from where it ended.
+  const feedPage: FeedPage = await cairn.feed({ from: 0, limit: 100, waitMs: 5000, model: 'edge', name: 'follows', keyPrefix: '12' });
+  const firstOp: FeedOp | undefined = feedPage.ops[0];
+  const opId: string | undefined = firstOp?.op_id;
+  void opId;
+  if (firstOp?.op.model === 'edge') {
+    const state: string = firstOp.op.state;
+    void state;
+  }
+  const sub: FeedSubscription = cairn.subscribe({ from: feedPage.next_from, model: 'entity', bufferPages: 4 });
+  try {
+    for await (const p of sub) {
+      const next: number = p.next_from;
+      for (const o of p.ops) if (o.op.model === 'entity' && !o.op.deleted) void o.op.body;
+      if (next > 100) break;
+    }
+  } catch (err) {
+    if (err instanceof FeedRangeGoneError) {
+      const oldest: number | undefined = err.oldestSeq;
+      void oldest;
+    }
+  }
+  await sub.return();
+  const subscribes: number = cairn.stats.subscribes;
+  void subscribes;
   await cairn.close();
 }
 
@@ -138,6 +164,15 @@ export async function misuse(): Promise<void> {
   await cairn.indexes.create({ name: 'x', kind: 'user', properties: [{ name: 'x', type: 'string' }] });
   // @ts-expect-error request paths start with a slash
   await cairn.request('GET', 'v1/counters');
+  // @ts-expect-error no such feed model
+  await cairn.feed({ model: 'edges' });
+  // @ts-expect-error a subscription chooses its own wait
+  cairn.subscribe({ waitMs: 1000 });
+  // @ts-expect-error a feed op's seq is a number
+  const opSeq: string = (await cairn.feed()).ops[0]!.seq;
+  void opSeq;
+  // @ts-expect-error a node op has no destination_id
+  for await (const p of cairn.subscribe()) if (p.ops[0]?.op.model === 'node') void p.ops[0].op.destination_id;
   try {
     await g.count(1);
   } catch (err) {

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
 from urllib.parse import quote, urlencode
 
-from .errors import ProblemError
+from .errors import problem_error
 from .models import (
-    Ack, After, Cell, CellPage, CellWrite, CounterTotal, Edge, EdgePage, EdgeWrite, Entity, EntityPage, Increment,
-    NodeRecord, Series, SetPage, Token, Top, after_param, as_json_item, as_query, time_text,
+    Ack, After, Cell, CellPage, CellWrite, CounterTotal, Edge, EdgePage, EdgeWrite, Entity, EntityPage, FeedPage,
+    Increment, NodeRecord, Series, SetPage, Token, Top, after_param, as_json_item, as_query, feed_params, time_text,
 )
 
 NODE_ACTIONS = ("remove", "archive", "negate", "restore", "unarchive")
@@ -125,7 +125,7 @@ class Api:
         problem = problem_of(status, body)
         if status == 404 and call.none_on_not_found and str(problem.get("type", "")).endswith("/not-found"):
             return None
-        raise ProblemError(status, problem, retry_after, call.method, call.path.split("?", 1)[0])
+        raise problem_error(status, problem, retry_after, call.method, call.path.split("?", 1)[0])
 
     def _write(self, method: str, path: str, body: Any, idempotency_key: Optional[str], wait_applied: bool,
                wait_timeout_ms: Optional[int], timeout: Optional[float], extra: Optional[Dict[str, Any]] = None) -> Any:
@@ -432,6 +432,22 @@ class Api:
     def counter_metrics(self, *, timeout: Optional[float] = None) -> Any:
         """The declared counter metrics, their dimensions and tables (cairnd's JSON)."""
         return self._call(Call("GET", "/v1/counters", timeout=timeout))
+
+    # --- the change feed --------------------------------------------------------------------
+
+    def feed(self, from_: int = 0, *, limit: Optional[int] = None, wait_ms: Optional[int] = None,
+             model: Optional[str] = None, name: Optional[str] = None, key_prefix: Optional[str] = None,
+             timeout: Optional[float] = None) -> Any:
+        """One page of the change feed (GET /v1/feed): the ops after ``from_`` (the ``next_from`` of the
+        last page processed) that every shard has applied, in seq order, at most ``limit`` (1 to 1,000,
+        default 100), only those of ``model``, ``name`` (graph, kind, table, metric or index) and whose key
+        starts with ``key_prefix``; ``wait_ms`` long-polls when there are none yet -> FeedPage. A ``from_``
+        behind the journal's retention raises FeedRangeGone (``oldest_seq``)."""
+        params = feed_params(from_, limit, model, name, key_prefix)
+        if timeout is None and wait_ms:
+            timeout = max(float(getattr(self, "timeout", 30.0)), wait_ms / 1000.0 + 5.0)
+        return self._call(Call("GET", "/v1/feed" + query(**params, wait_ms=wait_ms), parse=FeedPage.from_json,
+                               timeout=timeout))
 
     # --- health and anything else -----------------------------------------------------------
 

@@ -152,6 +152,11 @@ class HttpTransport:
             return answer
         raise AssertionError("unreachable")  # the loop returns or raises
 
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called."""
+        return self._closed
+
     def close(self) -> None:
         with self._lock:
             self._closed = True

@@ -5,7 +5,8 @@ reconnect with backoff), a sender task per connection, and while the WebSocket c
 threads of the HTTP fallback (http.client keep-alive). Every request waits in one bounded buffer until
 it is answered; a request whose connection is lost before its answer is sent again on the next one when
 that is safe (reads, and writes, which all carry an idempotency key, so that cairnd answers a write it
-had journaled with its original acknowledgement instead of applying it twice).
+had journaled with its original acknowledgement instead of applying it twice). Change feed
+subscriptions (feed.py) share the connection and subscribe again on the next one.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Deque, Dict, Optiona
 from ._api import Api, Call
 from ._http import HttpTransport, parse_retry_after, split_url
 from .errors import ClientClosed, RequestTimeout, TransportError
+from .feed import FeedSubscription, control_frame
 from .models import After, Cell, Edge, Entity, Token
 
 try:  # Debian 12: python3-websockets 10.4 (the asyncio API; websockets.sync came in 11)
@@ -45,6 +47,7 @@ class Stats:
     retried: int = 0  # requests sent again after a 429 too-many-in-flight or 503 shutting-down
     deduplicated: int = 0  # write acknowledgements that cairnd answered as deduplicated
     peak_in_flight: int = 0  # most requests unanswered on one WebSocket connection at once
+    subscribes: int = 0  # SUBSCRIBE messages sent (a subscription sends one more after a reconnect or a pause)
 
 
 class _Req:
@@ -150,6 +153,10 @@ class AsyncClient(Api):
         self._http_busy = 0
         self._ws_error: Optional[str] = None  # why the latest WebSocket attempt or connection failed
         self._http_error: Optional[str] = None  # why the latest HTTP fallback request failed to get an answer
+        self._feeds: Set[FeedSubscription] = set()  # running change feed subscriptions
+        self._feed_wire: Dict[str, FeedSubscription] = {}  # SUBSCRIBE id on the current connection -> its subscription
+        self._control: Deque[str] = collections.deque()  # SUBSCRIBE and UNSUBSCRIBE messages to send first
+        self._feed_changed: Optional[asyncio.Event] = None  # set (and replaced) when a transport becomes usable
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -180,6 +187,7 @@ class AsyncClient(Api):
             self._idle = asyncio.Event()
             self._idle.set()
             self._outcome = asyncio.Event()
+            self._feed_changed = asyncio.Event()
             self._manager = asyncio.get_running_loop().create_task(self._manage(), name="cairn-ws")
 
     async def connect(self) -> "AsyncClient":
@@ -210,6 +218,10 @@ class AsyncClient(Api):
         if self._closed:
             return
         self._closed = True
+        for sub in list(self._feeds):
+            sub._end(None)
+            if sub._task is not None:
+                sub._task.cancel()  # a long poll over HTTP is a request: close() would wait for it
         if self._manager is None:
             self._http.close()
             return
@@ -358,6 +370,7 @@ class AsyncClient(Api):
                 self._mode = "http" if self.http_fallback else "down"
                 self._outcome.set()
                 self._kick()
+                self._feeds_notify()
                 await asyncio.sleep(delay * (0.5 + random.random() / 2))
                 delay = min(delay * 2, self.reconnect_delay_max)
                 continue
@@ -366,6 +379,8 @@ class AsyncClient(Api):
             self._mode = "ws"
             self._ws_error = self._http_error = None
             self._outcome.set()
+            self._control.clear()  # messages for the previous connection
+            self._feeds_notify()  # subscriptions subscribe (again) on this one
             opened = loop.time()
             sender = loop.create_task(self._send_loop(ws), name="cairn-ws-send")
             try:
@@ -388,6 +403,10 @@ class AsyncClient(Api):
                 return
             self.stats.disconnects += 1
             self._requeue_lost()
+            lost = list(self._feed_wire.values())
+            self._feed_wire.clear()
+            for sub in lost:
+                sub._lost()
             if loop.time() - opened > 1.0:
                 delay = self.reconnect_delay_min  # a connection that lived: reconnect at once
             else:
@@ -413,7 +432,10 @@ class AsyncClient(Api):
         assert self._wake_sender is not None
         while True:
             self._wake_sender.clear()
-            while self._queue and len(self._pending) < self.max_in_flight:
+            while self._control:
+                await ws.send(self._control.popleft())
+            # A subscription holds one of cairnd's in-flight slots of the connection, as a request does.
+            while self._queue and len(self._pending) + len(self._feed_wire) < self.max_in_flight:
                 req = self._queue.popleft()
                 if req.state != "queued":
                     continue
@@ -436,6 +458,11 @@ class AsyncClient(Api):
         except ValueError:
             return
         if not isinstance(j, dict):
+            return
+        if isinstance(j.get("id"), str):  # a subscription's frame (requests have int ids)
+            sub = self._feed_wire.get(j["id"])
+            if sub is not None:
+                sub._on_frame(j)
             return
         req = self._pending.pop(j.get("id"), None)  # type: ignore[arg-type]
         if req is None:
@@ -498,6 +525,50 @@ class AsyncClient(Api):
         finally:
             self._http_busy -= 1
             self._kick()
+
+    # --- change feed subscriptions (feed.py) -------------------------------------------------
+
+    def subscribe(self, from_: int = 0, *, limit: Optional[int] = None, model: Optional[str] = None,
+                  name: Optional[str] = None, key_prefix: Optional[str] = None, empty_pages: bool = False,
+                  buffer_pages: int = 16, poll_wait_ms: int = 10_000) -> FeedSubscription:
+        """The change feed's pages after ``from_`` (the ``next_from`` of the last page processed) as the shards
+        apply them, filtered as ``feed()``: ``async with c.subscribe(from_=n) as sub: async for page in sub``.
+        Pushed on the WebSocket (subscribed again from where it stood after a reconnect), long-polled
+        (``poll_wait_ms``) over the HTTP fallback; every op once, in seq order. At most 16 per client."""
+        return FeedSubscription(self, from_, limit=limit, model=model, name=name, key_prefix=key_prefix,
+                                empty_pages=empty_pages, buffer_pages=buffer_pages, poll_wait_ms=poll_wait_ms)
+
+    def _feed_subscribe(self, sub: FeedSubscription) -> None:
+        self._next_id += 1
+        wire_id = f"s{self._next_id}"
+        sub.wire_id = wire_id
+        self._feed_wire[wire_id] = sub
+        self._control.append(control_frame(wire_id, "SUBSCRIBE", sub.path()))
+        self.stats.subscribes += 1
+        if self._wake_sender is not None:
+            self._wake_sender.set()
+
+    def _feed_unsubscribe(self, wire_id: str, keep: bool) -> None:
+        """UNSUBSCRIBE; ``keep``: its last frame is still awaited (aclose), else frames with its id are dropped."""
+        if not keep:
+            self._feed_wire.pop(wire_id, None)
+        if self._ws is not None:
+            self._control.append(control_frame(wire_id, "UNSUBSCRIBE"))
+            if self._wake_sender is not None:
+                self._wake_sender.set()
+
+    def _feeds_notify(self) -> None:
+        if self._feed_changed is not None:
+            ev, self._feed_changed = self._feed_changed, asyncio.Event()
+            ev.set()
+
+    async def _feed_changed_wait(self, timeout: float) -> None:
+        if self._feed_changed is None:
+            return
+        try:
+            await asyncio.wait_for(self._feed_changed.wait(), timeout)
+        except asyncio.TimeoutError:
+            pass
 
     # --- iterators over pages ---------------------------------------------------------------
 

@@ -1,8 +1,10 @@
 """The exceptions of cairn_client.
 
 Every error of a request is a CairnError: ProblemError when cairnd answered with an RFC 9457
-problem (a 4xx or 5xx), TransportError when no answer could be had from cairnd, RequestTimeout
-when the request's own deadline passed first, ClientClosed when the client was closed under it.
+problem (a 4xx or 5xx; FeedRangeGone for the change feed's 410), TransportError when no answer could be
+had from cairnd, RequestTimeout when the request's own deadline passed first, ClientClosed when the
+client was closed under it. FeedGatewayChanged ends a change feed subscription that reached another
+gateway.
 """
 
 from __future__ import annotations
@@ -42,6 +44,32 @@ class ProblemError(CairnError):
     def slug(self) -> str:
         """The stable last segment of ``type``, e.g. ``invalid-field`` or ``not-found``."""
         return self.type.rstrip("/").rsplit("/", 1)[-1]
+
+
+class FeedRangeGone(ProblemError):
+    """410 ``feed-range-gone``: the journal no longer holds the ops after the feed's ``from``
+    (``journal.retention_seconds`` retired them). ``oldest_seq`` is the oldest seq it still holds: rebuild
+    what was missed from the shards' rows, then read the feed again from ``oldest_seq - 1``."""
+
+    def __init__(self, status: int, problem: Mapping[str, Any], retry_after: Optional[float] = None,
+                 method: str = "", path: str = "") -> None:
+        super().__init__(status, problem, retry_after, method, path)
+        oldest = self.problem.get("oldest_seq")
+        self.oldest_seq: Optional[int] = oldest if isinstance(oldest, int) and not isinstance(oldest, bool) else None
+
+
+class FeedGatewayChanged(CairnError):
+    """A subscription's pages came from another gateway than its first ones (a load balancer sent the
+    reconnect elsewhere): seqs are per gateway, so its position means nothing there. Subscribe to each
+    gateway with a client of its own."""
+
+
+def problem_error(status: int, problem: Mapping[str, Any], retry_after: Optional[float] = None, method: str = "",
+                  path: str = "") -> ProblemError:
+    """The ProblemError of an answer: FeedRangeGone for a 410 feed-range-gone."""
+    if status == 410 and str(problem.get("type", "")).endswith("/feed-range-gone"):
+        return FeedRangeGone(status, problem, retry_after, method, path)
+    return ProblemError(status, problem, retry_after, method, path)
 
 
 class TransportError(CairnError):

@@ -592,3 +592,64 @@ __all__ = [
     "EntityPage", "Increment", "NodeDirection", "NodeRecord", "Query", "Series", "SeriesPoint", "SetOp", "SetPage",
     "Token", "Top", "TopRow", "difference", "intersect", "union",
 ]
+
+
+# --- the change feed ---------------------------------------------------------------------------
+
+
+FEED_MODELS = ("edge", "node", "entity", "cell", "counter", "index")
+
+
+@dataclass(frozen=True)
+class FeedOp:
+    """One op of the change feed: its ``seq`` in the gateway's journal, its ``op_id`` (unique per write:
+    the ``op_id`` of the write's Ack; deduplicate by it), ``hlc`` (its timestamp: the Ack's ``ts``) and
+    ``op``, cairnd's JSON of it: ``model``, the fields of that model's write, ``ts`` in Unix milliseconds."""
+
+    seq: int
+    op_id: int
+    hlc: int
+    op: Dict[str, Any]
+
+    @property
+    def model(self) -> str:
+        """``edge``, ``node``, ``entity``, ``cell``, ``counter`` or ``index``."""
+        return str(self.op.get("model"))
+
+    @classmethod
+    def from_json(cls, j: Mapping[str, Any]) -> "FeedOp":
+        return cls(seq=int(j["seq"]), op_id=int(j["op_id"]), hlc=int(j["hlc"]), op=dict(j["op"]))
+
+
+@dataclass(frozen=True)
+class FeedPage:
+    """A page of the change feed: ``ops`` in seq order; ``next_from``, where the next page starts (store
+    it once the page is processed, and resume ``from_`` it); ``applied_through``, the greatest seq every
+    shard has applied; ``last_seq``, the gateway's last journaled seq; ``node_id``, the gateway's (seqs
+    are per gateway)."""
+
+    ops: List[FeedOp]
+    next_from: int
+    applied_through: int
+    last_seq: int
+    node_id: int
+    raw: Any = _raw()
+
+    @classmethod
+    def from_json(cls, j: Mapping[str, Any]) -> "FeedPage":
+        return cls(ops=[FeedOp.from_json(o) for o in j["ops"]], next_from=int(j["next_from"]),
+                   applied_through=int(j["applied_through"]), last_seq=int(j["last_seq"]),
+                   node_id=int(j["node_id"]), raw=dict(j))
+
+
+def feed_params(from_: int, limit: Optional[int], model: Optional[str], name: Optional[str],
+                key_prefix: Optional[str]) -> Dict[str, Any]:
+    """The query parameters of GET /v1/feed (and of a SUBSCRIBE). ``from_`` and ``model`` are checked
+    here (TypeError, ValueError); cairnd checks the rest (a 400 naming the parameter)."""
+    if isinstance(from_, bool) or not isinstance(from_, int):
+        raise TypeError(f"from_ must be an int seq (the next_from of the last page processed), not {from_!r}")
+    if not 0 <= from_ <= SEQ_MAX:
+        raise ValueError(f"from_ must be a seq between 0 and 2^64-1, not {from_}")
+    if model is not None and model not in FEED_MODELS:
+        raise ValueError(f"model must be one of {', '.join(FEED_MODELS)}, not {model!r}")
+    return {"from": from_, "limit": limit, "model": model, "name": name, "key_prefix": key_prefix}

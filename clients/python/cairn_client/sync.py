@@ -7,13 +7,16 @@ Owns its connections until close() (or the end of a ``with`` block).
 from __future__ import annotations
 
 import json
+import random
 import ssl as _ssl
 import threading
+import time
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Union
 
 from ._api import Api, Call
 from ._http import HttpTransport, split_url
-from .models import After, Cell, Edge, Entity, Token
+from .errors import FeedGatewayChanged, ProblemError, RequestTimeout, TransportError
+from .models import After, Cell, Edge, Entity, FeedPage, Token, feed_params
 
 
 class Client(Api):
@@ -97,3 +100,48 @@ class Client(Api):
         """Every version of a column, newest first, page after page."""
         return self._walk(lambda cursor: self.cell_versions(table, row_key, column, limit=page_size, cursor=cursor,
                                                             after=after, timeout_ms=timeout_ms), "cells")
+
+    # --- the change feed, long-polled -------------------------------------------------------
+
+    def subscribe(self, from_: int = 0, *, limit: Optional[int] = None, model: Optional[str] = None,
+                  name: Optional[str] = None, key_prefix: Optional[str] = None, wait_ms: int = 10_000,
+                  empty_pages: bool = False, retry_delay_max: float = 5.0) -> Iterator[FeedPage]:
+        """The change feed's pages after ``from_`` (the ``next_from`` of the last page processed), long-polled
+        with GET /v1/feed (``wait_ms`` each), filtered as ``feed()``: ``for page in c.subscribe(from_=n)``,
+        every op once, in seq order; ``break`` ends it. Pages without ops are skipped unless
+        ``empty_pages``. A lost connection, a RequestTimeout or a 503/429 is retried from where it stood
+        (backoff up to ``retry_delay_max`` s); FeedRangeGone, other ProblemErrors, FeedGatewayChanged
+        (another gateway answered) and TransportError once the client is closed end it."""
+        feed_params(from_, limit, model, name, key_prefix)  # bad arguments raise here, not at the first page
+        return self._subscribe(from_, limit, model, name, key_prefix, wait_ms, empty_pages, retry_delay_max)
+
+    def _subscribe(self, position: int, limit: Optional[int], model: Optional[str], name: Optional[str],
+                   key_prefix: Optional[str], wait_ms: int, empty_pages: bool,
+                   retry_delay_max: float) -> Iterator[FeedPage]:
+        node: Optional[int] = None
+        delay = 0.05
+        while True:
+            try:
+                page = self.feed(position, limit=limit, wait_ms=wait_ms, model=model, name=name, key_prefix=key_prefix)
+            except ProblemError as e:
+                if e.status not in (429, 503):
+                    raise
+                time.sleep(max(min(e.retry_after or 0.0, 1.0), delay) * (0.5 + random.random() / 2))
+                delay = min(delay * 2, retry_delay_max)
+                continue
+            except (TransportError, RequestTimeout):
+                if self._http.closed:
+                    raise
+                time.sleep(delay * (0.5 + random.random() / 2))
+                delay = min(delay * 2, retry_delay_max)
+                continue
+            delay = 0.05
+            if node is None:
+                node = page.node_id
+            elif page.node_id != node:
+                raise FeedGatewayChanged(
+                    f"the feed came from the gateway with node id {node} and now from node id {page.node_id}: seqs "
+                    "are per gateway; subscribe to each gateway with a client of its own")
+            position = page.next_from
+            if page.ops or empty_pages:
+                yield page

@@ -228,3 +228,95 @@ def closed_port() -> Tuple[Any, int]:
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.bind(("127.0.0.1", 0))
     return s, s.getsockname()[1]
+
+
+class Gateway:
+    """A second cairnd a test starts and stops itself: on the shards and database of the cairnd under test
+    (scripts/with-cairnd's CAIRN_CONFIG), with a node id of its own, a journal in a temporary folder and
+    extra ``[journal]`` lines (``retention_seconds = 0``, say). ``stop()`` sends SIGTERM and waits;
+    ``start()`` again reuses the journal and the port, as a restart does. The binary is
+    ``$CAIRN_BUILD_DIR/apps/cairnd`` (scripts/test exports it), else the repository's build/ci."""
+
+    def __init__(self, node_id: int, journal: Tuple[str, ...] = ()) -> None:
+        import tempfile
+
+        self.node_id = node_id
+        self.journal = journal
+        self.port = 0
+        self.proc: Any = None
+        self.dir = tempfile.mkdtemp(prefix="cairn-py-gateway-")
+        self.config = os.path.join(self.dir, "cairn.toml")
+        self.log_path = os.path.join(self.dir, "cairnd.log")
+        base = os.environ.get("CAIRN_CONFIG")
+        if not base:
+            raise AssertionError("CAIRN_CONFIG is not set: run the tests under scripts/with-cairnd")
+        import re
+
+        with open(base, encoding="utf-8") as f:
+            text = f.read()
+        if not re.search(r"^node_id = \d+$", text, re.M) or not re.search(r'^\[journal\]\npath = ".*"$', text, re.M):
+            raise AssertionError(f"{base} does not look like scripts/with-cairnd's config (node_id, [journal] path)")
+        text = re.sub(r"^node_id = \d+$", f"node_id = {node_id}", text, count=1, flags=re.M)
+        journal_lines = "\n".join(["[journal]", f'path = "{os.path.join(self.dir, "journal")}"', *journal])
+        text = re.sub(r'^\[journal\]\npath = ".*"$', lambda _: journal_lines, text, count=1, flags=re.M)
+        with open(self.config, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/v1/ws"
+
+    @staticmethod
+    def binary() -> str:
+        build = os.environ.get("CAIRN_BUILD_DIR") or os.path.join(ROOT, "..", "..", "build", "ci")
+        path = os.path.join(build, "apps", "cairnd")
+        if not os.access(path, os.X_OK):
+            raise AssertionError(f"{path} not found: set CAIRN_BUILD_DIR to cairnd's build folder")
+        return path
+
+    def start(self) -> None:
+        """Starts cairnd (the first time on a free port, then on the same one); returns once it listens."""
+        import re
+        import subprocess
+
+        args = [self.binary(), "--config", self.config]
+        if self.port:
+            args += ["--port", str(self.port)]
+        with open(self.log_path, "w", encoding="utf-8") as log:
+            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while True:
+            with open(self.log_path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+            m = re.search(r"cairnd listening on [^ ]*:(\d+) ", text)
+            if m:
+                self.port = int(m.group(1))
+                return
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.proc.kill()
+                raise AssertionError(f"cairnd (node id {self.node_id}) did not listen:\n{text[-3000:]}")
+            time.sleep(0.05)
+
+    def stop(self) -> Optional[int]:
+        """SIGTERM; the exit code once it exited (SIGKILL after 30 s)."""
+        import subprocess
+
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return None
+        proc.terminate()
+        try:
+            return proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            return proc.wait()
+
+    def close(self) -> None:
+        import shutil
+
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)

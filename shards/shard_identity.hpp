@@ -1,0 +1,30 @@
+// Which place in the shard map a shard's database holds (issue 16): one row in table shard_identity,
+// written by the first gateway that connects to it — its index among the config's [[shards]], how
+// many shards that config lists, and the map's version (1 until online resharding exists). Every
+// new connection of a gateway's pools checks it before it is used (pool::set_connection_check), so
+// a gateway whose [[shards]] are in another order, or of another count, than the gateways that came
+// first can never apply a write to, or read from, a shard that holds other ids: that shard stays
+// "unavailable" with the reason as its last connect failure (/readyz, cairn status, the logs), and
+// its writes wait in the journal. The caller owns the connection; any executor.
+#pragma once
+
+#include <utility>  // Boost 1.74's awaitable.hpp forgets it.
+
+#include <boost/asio/awaitable.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace cairn::shards {
+
+class mariadb_conn;
+
+// The shard map's version a gateway of this build expects (the map a config's [[shards]] make).
+inline constexpr std::uint32_t shard_map_version = 1;
+
+// Checks (and on a database that has none yet, writes) the identity of the shard behind conn, which
+// the config lists as shard `index` of `count`. Returns an empty string when it matches, else why not,
+// as an operator reads it (a mismatch, or a failed query: then MariaDB's own error).
+boost::asio::awaitable<std::string> async_check_shard_identity(mariadb_conn& conn, std::uint32_t index, std::uint32_t count);
+
+}  // namespace cairn::shards
