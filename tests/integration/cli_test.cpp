@@ -6,6 +6,7 @@
 #include "tests/support/cairnd_fixture.hpp"
 #include "tests/support/e2e.hpp"
 #include "tests/support/http_client.hpp"
+#include "tests/support/shard_tables.hpp"
 
 #include "core/hlc.hpp"
 #include "core/shard_map.hpp"
@@ -74,21 +75,14 @@ protected:
         ASSERT_TRUE(wait_applied(cairnd_->port(), 20s));
         add_entity_poison_trigger(db);
     }
-    // Makes the shards refuse any entity whose body holds "poison". The entities table is created
-    // when a shard's apply worker first connects, which may come after the first applied mark:
-    // retried until the table is there (bounded).
+    // Makes the shards refuse any entity whose body holds "poison" (once cairnd made the table).
     void add_entity_poison_trigger(const std::string& db) {
         for (const auto& s : test_shards()) {
-            const auto deadline = std::chrono::steady_clock::now() + 20s;
-            bool created = false;
-            while (!created && std::chrono::steady_clock::now() < deadline) {
-                created = !!exec_sql(s, {"CREATE TRIGGER poison BEFORE INSERT ON entities FOR EACH ROW "
-                                         "IF LOCATE('poison', NEW.body) > 0 THEN "
-                                         "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'poisoned body is refused'; END IF"},
-                                     db);
-                if (!created) std::this_thread::sleep_for(20ms);
-            }
-            ASSERT_TRUE(created) << "no entities table on " << s.port;
+            ASSERT_TRUE(wait_for_table(s, db, "entities")) << "no entities table on " << s.port;
+            ASSERT_TRUE(exec_sql(s, {"CREATE TRIGGER poison BEFORE INSERT ON entities FOR EACH ROW "
+                                     "IF LOCATE('poison', NEW.body) > 0 THEN "
+                                     "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'poisoned body is refused'; END IF"},
+                                 db));
         }
     }
     // Puts a user named "poison" (age 7) and waits until it is a dead letter; its seq, 0 on failure.
@@ -117,9 +111,11 @@ protected:
     std::string url_;
 };
 
-// The shard refuses the forward row of any edge at position 666; the same edge elsewhere is fine.
+// The shard refuses the forward row of any edge at position 666; the same edge elsewhere is fine
+// (once cairnd made the table).
 void add_poison_trigger(const std::string& db) {
     for (const auto& s : test_shards()) {
+        ASSERT_TRUE(wait_for_table(s, db, "edges")) << "no edges table on " << s.port;
         ASSERT_TRUE(exec_sql(s, {"CREATE TRIGGER poison BEFORE INSERT ON edges FOR EACH ROW "
                                  "IF NEW.position = 666 AND NEW.direction = 0 THEN "
                                  "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'position 666 is refused'; END IF"},

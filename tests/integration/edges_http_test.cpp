@@ -2,6 +2,7 @@
 // back, idempotency keys, bad input, a poison op that becomes a dead letter.
 #include "tests/support/cairnd_fixture.hpp"
 #include "tests/support/e2e.hpp"
+#include "tests/support/shard_tables.hpp"
 
 #include <gtest/gtest.h>
 
@@ -155,6 +156,7 @@ TEST_F(edges_http, a_poison_op_is_retried_then_dead_lettered_while_the_ops_behin
     ASSERT_TRUE(wait_applied(port(), 20s));
     // The shard itself refuses any forward row of node 666: a constraint the gateway cannot see.
     for (const auto& s : test_shards()) {
+        ASSERT_TRUE(wait_for_table(s, db, "edges")) << "no edges table on " << s.port;
         ASSERT_TRUE(exec_sql(s, {"CREATE TRIGGER poison BEFORE INSERT ON edges FOR EACH ROW "
                                  "IF NEW.node_id = 666 AND NEW.direction = 0 THEN "
                                  "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'node 666 is refused'; END IF"},

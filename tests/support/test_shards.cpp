@@ -1,4 +1,5 @@
 #include "tests/support/test_shards.hpp"
+#include "tests/support/shard_tables.hpp"
 
 #include "shards/edge_store.hpp"
 
@@ -14,6 +15,7 @@
 #include <iostream>
 #include <mutex>
 #include <set>
+#include <thread>
 
 namespace cairn::test {
 
@@ -103,6 +105,17 @@ void lock_database(const std::string& db) {
         if (r != 0) throw std::runtime_error("cannot lock " + path + ": " + std::strerror(errno));
     }
     held.insert(db);
+}
+
+bool wait_for_table(const shard_endpoint& s, const std::string& db, const std::string& table, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    const std::string sql = fmt::format(
+        "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{}' AND TABLE_NAME = '{}'", db, table);
+    for (;;) {
+        if (auto r = query_sql(s, sql); r && !r.value().empty() && r.value().front() == "1") return true;
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
 }
 
 void fresh_database(const std::string& db) {
