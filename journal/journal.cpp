@@ -451,8 +451,19 @@ struct journal::impl {
             } else if (rc != MDB_NOTFOUND) {
                 return rc;
             }
-            CAIRN_ASSERT(*o.cursor >= current);  // a cursor never moves backwards
-            CAIRN_ASSERT(*o.cursor < next);      // nor past the last op (of this group, too)
+            if (o.rewind && *o.cursor < current) {
+                // Back to where the shard's data ends; never below what retention still keeps.
+                std::string_view k, v;
+                detail::cursor c;
+                if (int orc = c.open(t, db.ops); orc != 0) return orc;
+                const int frc = c.get(k, v, MDB_FIRST);
+                if (frc != 0 && frc != MDB_NOTFOUND) return frc;
+                const std::uint64_t first = frc == MDB_NOTFOUND ? next : detail::get_be(k.data(), 8);
+                CAIRN_ASSERT(*o.cursor + 1 >= first);
+            } else {
+                CAIRN_ASSERT(*o.cursor >= current);  // a cursor never moves backwards, unless rewound
+            }
+            CAIRN_ASSERT(*o.cursor < next);  // nor past the last op (of this group, too)
             if (int prc = t.put(db.cursors, view(key), detail::u64_be(*o.cursor)); prc != 0) return prc;
             cursor_updates.emplace_back(o.shard, *o.cursor);
         }
@@ -951,6 +962,19 @@ core::result<std::uint64_t> journal::read_op_time_ms(std::uint64_t seq) const {
 std::uint64_t journal::cursor(std::uint32_t shard) const {
     CAIRN_ASSERT(shard < impl_->opts.shard_count);
     return impl_->cursors[shard].load();
+}
+
+core::result<std::uint64_t> journal::first_seq() const {
+    auto t = detail::txn::begin_read(impl_->env);
+    if (!t) return t.error();
+    detail::cursor c;
+    if (int rc = c.open(t.value(), impl_->db.ops); rc != 0) return detail::lmdb_error(rc);
+    std::string_view k, v;
+    const int rc = c.get(k, v, MDB_FIRST);
+    if (rc == MDB_NOTFOUND) return last_seq() + 1;
+    if (rc != 0) return detail::lmdb_error(rc);
+    if (k.size() != detail::ops_key_bytes) return core::errc::journal_corrupt;
+    return detail::get_be(k.data(), 8);
 }
 
 std::uint64_t journal::last_seq() const noexcept { return impl_->last_seq.load(); }

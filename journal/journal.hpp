@@ -85,6 +85,10 @@ struct op_edit {
 struct apply_outcome {
     std::uint32_t shard = 0;
     std::optional<std::uint64_t> cursor;  // new applied-through seq (never backwards, never past last_seq: asserted)
+    // Lets cursor move backwards: the shard lost ops this gateway had applied there (a replica
+    // promoted after a failover, a restore from a backup), so they are applied again from the
+    // journal (apply_worker, "the mark check"). Never below first_seq() - 1 (asserted).
+    bool rewind = false;
     std::vector<error_task> put_errors;   // new or rescheduled entries (key: shard, due_ms, seq)
     std::vector<error_task> remove_errors;  // entries to delete (matched by shard, due_ms, seq); absent ones are ignored
     std::vector<dead_letter> put_dead;      // key: shard, seq
@@ -185,6 +189,9 @@ public:
     [[nodiscard]] core::result<std::uint64_t> read_op_time_ms(std::uint64_t seq) const;
 
     std::uint64_t cursor(std::uint32_t shard) const;  // 0 = nothing applied; shard < shard_count
+    // The oldest op still kept (retention deletes applied ops), or last_seq() + 1 when none is:
+    // how far back a cursor can be rewound. Errors: LMDB's.
+    [[nodiscard]] core::result<std::uint64_t> first_seq() const;
     std::uint64_t last_seq() const noexcept;          // updated after each commit
     std::uint64_t node_id() const noexcept;
     // Random, non-zero, fixed for the journal's life: which journal holds a node id lease.

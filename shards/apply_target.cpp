@@ -28,6 +28,10 @@ public:
         co_return co_await async_write_applied_mark(*lease_, node_id, seq);
     }
 
+    asio::awaitable<core::result<std::uint64_t>> async_read_mark(std::uint64_t node_id) override {
+        co_return co_await async_read_applied_mark(*lease_, node_id);
+    }
+
     std::string describe(const core::error_code& ec) const override {
         if (lease_->last_errno() != 0) {
             return fmt::format("{} ({}: {})", ec.message(), lease_->last_errno(), lease_->last_error());
@@ -48,6 +52,8 @@ public:
         if (!l) co_return l.error();
         co_return std::unique_ptr<apply_session>(std::make_unique<mariadb_session>(std::move(l).value()));
     }
+
+    std::uint64_t connections_made() const noexcept override { return pool_.connections_made(); }
 
     std::string name() const override { return pool_.endpoint(); }
 

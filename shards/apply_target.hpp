@@ -45,6 +45,11 @@ public:
     // Never lowers the mark. Called after the ops it covers succeeded. Errors: as async_apply.
     virtual boost::asio::awaitable<core::result<void>> async_mark_applied(std::uint64_t node_id, std::uint64_t seq) = 0;
 
+    // node_id's applied mark as the shard holds it now (0 if it holds none). The mark is data on
+    // the shard, so it travels with the rows: a replica promoted after a failover, or a restore,
+    // holds the mark of exactly the ops it holds. Errors: as async_apply.
+    virtual boost::asio::awaitable<core::result<std::uint64_t>> async_read_mark(std::uint64_t node_id) = 0;
+
     // The failure as an operator reads it in logs and dead letters (with the server's error number
     // and text when there is one).
     virtual std::string describe(const core::error_code& ec) const = 0;
@@ -56,6 +61,11 @@ public:
 
     // A session. Errors: shard_unavailable, shard_timeout (outages), shutting_down.
     virtual boost::asio::awaitable<core::result<std::unique_ptr<apply_session>>> async_open() = 0;
+
+    // How many connections the face has made so far (any thread). A new connection may reach
+    // another server than the last one did (a replica promoted behind the same address), so the
+    // apply worker checks its applied mark again when this changes.
+    virtual std::uint64_t connections_made() const noexcept = 0;
 
     // Where the shard is, for logs ("127.0.0.1:3306"); empty if it has no address.
     virtual std::string name() const { return {}; }

@@ -19,6 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace cairn::shards {
 namespace {
@@ -30,6 +31,9 @@ using namespace std::chrono_literals;
 constexpr int retry_now_max = 5;
 // The longest a busy worker leaves its applied mark behind the ops it applied.
 constexpr auto mark_interval = 200ms;
+// How often an idle worker opens a session (by its wall clock): a shard that went away, or a
+// replica promoted behind its address, is noticed (and the mark checked) without waiting for a write.
+constexpr std::uint64_t idle_probe_ms = 5'000;
 
 }  // namespace
 
@@ -60,7 +64,14 @@ apply_worker::apply_worker(asio::any_io_executor ex, journal::journal& j, const 
       m_dead_(metrics.add_counter("cairn_apply_dead_lettered_total", "Ops that became dead letters",
                                   {{"shard", std::to_string(opts_.shard)}})),
       m_outages_(metrics.add_counter("cairn_apply_outage_waits_total", "Back-offs because the shard was unreachable",
-                                     {{"shard", std::to_string(opts_.shard)}})) {
+                                     {{"shard", std::to_string(opts_.shard)}})),
+      m_rewound_(metrics.add_counter("cairn_apply_rewound_seqs_total",
+                                     "Journal seqs applied again because the shard's applied mark was behind the cursor "
+                                     "(a promoted replica, a restore, or a mark not yet written before a restart)",
+                                     {{"shard", std::to_string(opts_.shard)}})),
+      m_lost_(metrics.add_counter("cairn_apply_unrecoverable_seqs_total",
+                                  "Journal seqs the shard's applied mark says it lacks that retention had already deleted",
+                                  {{"shard", std::to_string(opts_.shard)}})) {
     if (!opts_.wall_ms) opts_.wall_ms = core::system_wall_clock_ms;
     if (!opts_.counters) opts_.counters = std::make_shared<const core::counter_catalog>();
     if (!opts_.cells) opts_.cells = std::make_shared<const core::cell_config>();
@@ -142,6 +153,8 @@ void apply_worker::note_outage(std::string_view what, const std::string& detail)
     }
     m_up_.set(0);
     m_outages_.inc();
+    // Whatever answers next may be another server (a promoted replica behind the same address).
+    check_mark_ = true;
     outage_delay_ = std::clamp(outage_delay_ * 2, std::chrono::milliseconds(50), opts_.lim.outage_backoff_max);
 }
 
@@ -226,7 +239,26 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_step() {
         marked == step_outcome::outage) {
         co_return marked;
     }
+    if (applied == step_outcome::idle) co_return co_await async_idle_probe();
     co_return applied;
+}
+
+asio::awaitable<apply_worker::step_outcome> apply_worker::async_idle_probe() {
+    const std::uint64_t now = now_ms();
+    if (!opts_.mark_check || (now >= last_probe_ms_ && now - last_probe_ms_ < idle_probe_ms)) {
+        co_return step_outcome::idle;
+    }
+    last_probe_ms_ = now;
+    auto session = co_await target_.async_open();
+    if (!session) {
+        note_outage("connecting", target_.describe_open_failure(session.error()));
+        co_return step_outcome::outage;
+    }
+    if (!shard_up_.exchange(true)) spdlog::info("shard {}: answering again", opts_.shard);
+    m_up_.set(1);
+    outage_delay_ = 0ms;
+    if (mark_check_due()) co_return co_await async_check_mark(*session.value());
+    co_return step_outcome::idle;
 }
 
 asio::awaitable<core::result<void>> apply_worker::async_write_mark(apply_session& s, std::uint64_t seq) {
@@ -248,7 +280,11 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_flush_mark(bool 
         note_outage("connecting", target_.describe_open_failure(session.error()));
         co_return step_outcome::outage;
     }
-    auto r = co_await async_write_mark(*session.value(), applied);
+    if (mark_check_due()) {
+        if (const step_outcome c = co_await async_check_mark(*session.value()); c != step_outcome::idle) co_return c;
+        if (marked_seq_ >= applied_seq_.load()) co_return step_outcome::idle;
+    }
+    auto r = co_await async_write_mark(*session.value(), applied_seq_.load());
     if (!r && is_outage(r.error())) {
         note_outage("writing the applied mark", session.value()->describe(r.error()));
         co_return step_outcome::outage;
@@ -259,6 +295,91 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_flush_mark(bool 
         marked_at_ = std::chrono::steady_clock::now();
         co_return step_outcome::idle;
     }
+    co_return step_outcome::progressed;
+}
+
+core::result<std::set<std::uint64_t>> apply_worker::held_past(std::uint64_t cursor) const {
+    const core::shard_index shard = opts_.shard;
+    std::set<std::uint64_t> out;
+    auto errors = journal_.list_errors(shard, std::nullopt, std::numeric_limits<std::size_t>::max());
+    if (!errors) return errors.error();
+    for (const auto& e : errors.value()) {
+        if (e.seq > cursor) out.insert(e.seq);
+    }
+    auto dead = journal_.list_dead_from(shard, cursor + 1, std::numeric_limits<std::size_t>::max());
+    if (!dead) return dead.error();
+    for (const auto& d : dead.value()) {
+        if (d.task.shard == shard) out.insert(d.task.seq);
+    }
+    return out;
+}
+
+bool apply_worker::mark_check_due() const noexcept {
+    return opts_.mark_check && (check_mark_ || target_.connections_made() != checked_connections_);
+}
+
+asio::awaitable<apply_worker::step_outcome> apply_worker::async_check_mark(apply_session& s) {
+    const core::shard_index shard = opts_.shard;
+    // Taken before the read: a connection made meanwhile is checked again next time.
+    const std::uint64_t connections = target_.connections_made();
+    const std::uint64_t cursor = journal_.cursor(shard);
+    if (cursor == 0) {
+        check_mark_ = false;
+        checked_connections_ = connections;
+        co_return step_outcome::idle;
+    }
+    auto mark = co_await s.async_read_mark(journal_.node_id());
+    if (!mark && is_outage(mark.error())) {
+        note_outage("reading the applied mark", s.describe(mark.error()));
+        co_return step_outcome::outage;
+    }
+    check_mark_ = false;
+    checked_connections_ = connections;
+    if (!mark) {
+        spdlog::warn("shard {}: reading this gateway's applied mark failed: {}; not checking it until the next new "
+                     "connection",
+                     shard, s.describe(mark.error()));
+        co_return step_outcome::idle;
+    }
+    marked_seq_ = mark.value();
+    if (mark.value() >= cursor) co_return step_outcome::idle;
+    auto first = journal_.first_seq();
+    if (!first) {
+        spdlog::error("shard {}: reading the journal's first seq failed: {}", shard, first.error().message());
+        check_mark_ = true;
+        co_return step_outcome::journal_error;
+    }
+    // Seqs mark+1..cursor were applied (or skipped as not this shard's) and the shard does not
+    // record them: applying them again is harmless (idempotent), and brings back whatever the
+    // shard lost. Those that retention already deleted cannot come back from here.
+    std::uint64_t to = mark.value();
+    if (first.value() > to + 1) {
+        to = std::min(first.value() - 1, cursor);
+        spdlog::error("shard {} ({}): this gateway's applied mark there is seq {}, but the journal no longer holds seqs "
+                      "{}..{} (journal.retention_seconds): whatever of them the shard lacks is lost to it unless it is "
+                      "restored from elsewhere (e.g. the old primary's data)",
+                      shard, target_.name(), mark.value(), mark.value() + 1, to);
+        m_lost_.inc(to - mark.value());
+    }
+    if (to >= cursor) co_return step_outcome::idle;
+    spdlog::info("shard {} ({}): this gateway's applied mark there is seq {}, the journal's cursor {}: applying seqs "
+                 "{}..{} again (a shard that lost them, such as a promoted replica, gets them back; otherwise they "
+                 "change nothing)",
+                 shard, target_.name(), mark.value(), cursor, to + 1, cursor);
+    journal::apply_outcome rewind;
+    rewind.shard = shard;
+    rewind.cursor = to;
+    rewind.rewind = true;
+    auto committed = co_await async_commit_outcome(journal_, std::move(rewind));
+    if (!committed) {
+        spdlog::error("shard {}: rewinding the cursor failed: {}", shard, committed.error().message());
+        check_mark_ = true;
+        co_return step_outcome::journal_error;
+    }
+    look_ahead_ = true;  // the range holds ops that wait in the error queue or are dead letters
+    m_rewound_.inc(cursor - to);
+    applied_seq_ = to;
+    m_applied_seq_.set(static_cast<double>(to));
     co_return step_outcome::progressed;
 }
 
@@ -275,9 +396,25 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
     const journal::journal::op_batch& batch = *read.value();
     if (batch.empty()) co_return step_outcome::idle;
 
+    // Error tasks and dead letters past the cursor exist only after a rewind (async_check_mark):
+    // those ops are not applied in the batches. They failed on the old server too and stay where
+    // they are: the queue retries them; a dead letter waits for an operator, whatever server the
+    // shard is. Looked up after the start (a rewind may precede a crash) and after each rewind,
+    // until none is left past the cursor.
+    std::set<std::uint64_t> held;
+    if (look_ahead_) {
+        auto r = held_past(cursor);
+        if (!r) {
+            spdlog::error("shard {}: reading the error queue and dead letters failed: {}", shard, r.error().message());
+            co_return step_outcome::journal_error;
+        }
+        held = std::move(r).value();
+        look_ahead_ = !held.empty();
+    }
     std::vector<const core::op*> mine;
     std::vector<std::uint64_t> mine_seqs;
     for (const auto& [seq, o] : batch) {
+        if (held.contains(seq)) continue;
         if (touches_shard(o, map_, shard)) {
             mine.push_back(&o);
             mine_seqs.push_back(seq);
@@ -295,6 +432,10 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
             co_return step_outcome::outage;
         }
         apply_session& s = *session.value();
+        // Nothing is applied (and no mark written) on a connection the mark check has not seen.
+        if (mark_check_due()) {
+            if (const step_outcome c = co_await async_check_mark(s); c != step_outcome::idle) co_return c;
+        }
         core::result<void> r = core::success();
         for (int attempt = 0; attempt <= retry_now_max; ++attempt) {
             r = co_await async_apply(s, mine);
@@ -376,6 +517,9 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_retry_errors() {
         co_return step_outcome::outage;
     }
     apply_session& s = *session.value();
+    if (mark_check_due()) {
+        if (const step_outcome c = co_await async_check_mark(s); c != step_outcome::idle) co_return c;
+    }
     journal::apply_outcome outcome;
     outcome.shard = shard;
     bool outage = false;

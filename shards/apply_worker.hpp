@@ -28,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 #include <span>
 #include <vector>
 
@@ -49,6 +50,9 @@ struct apply_worker_options {
     std::shared_ptr<const core::counter_catalog> counters;  // default: none declared
     std::shared_ptr<const core::cell_config> cells;         // default: none declared
     std::shared_ptr<const core::entity_config> entities;    // default: none declared
+    // The mark check after the start and every outage (async_check_mark). Only the simulation's
+    // broken variant turns it off, to show what it catches.
+    bool mark_check = true;
 };
 
 class apply_worker {
@@ -107,6 +111,20 @@ private:
     // mark_interval behind, so that another gateway's ?after= never waits on a mark that stays stale.
     boost::asio::awaitable<core::result<void>> async_write_mark(apply_session& s, std::uint64_t seq);
     boost::asio::awaitable<step_outcome> async_flush_mark(bool idle);
+    // The mark check, on a session just opened, before anything is applied or marked with it, when
+    // mark_check_due(): after the start, after every outage, and whenever the shard's face made a
+    // new connection since the last check (a promoted replica may now answer at the same address).
+    // The shard's mark for this gateway below the journal's cursor means the shard lacks ops that
+    // were applied there (a replica promoted after a failover, a restore): the cursor is rewound
+    // to the mark, so they apply again, and the caller returns `progressed` (the batch it read is
+    // stale). idle: nothing to rewind, go on with the session.
+    boost::asio::awaitable<step_outcome> async_check_mark(apply_session& s);
+    bool mark_check_due() const noexcept;
+    // This shard's error tasks and dead letters with a seq past cursor.
+    core::result<std::set<std::uint64_t>> held_past(std::uint64_t cursor) const;
+    // Every idle_probe_ms of idleness: opens a session (which finds a lost connection and makes a
+    // new one), and runs the mark check if it is due.
+    boost::asio::awaitable<step_outcome> async_idle_probe();
     // Applies ops in one transaction: the one apply function that batches, isolated ops and
     // error-queue retries all go through.
     boost::asio::awaitable<core::result<void>> async_apply(apply_session& s, std::span<const core::op* const> ops);
@@ -132,6 +150,12 @@ private:
     apply_target& target_;
     apply_worker_options opts_;
     bool schema_ready_ = false;  // on the strand
+    bool check_mark_ = true;     // on the strand: the mark check is due (set by every outage)
+    std::uint64_t checked_connections_ = 0;  // on the strand: target_.connections_made() at the last check
+    std::uint64_t last_probe_ms_ = 0;        // on the strand: wall time of the last idle probe
+    // On the strand: the batches look for error tasks and dead letters past the cursor (which only
+    // a rewind leaves) and skip their ops; set at the start and by each rewind.
+    bool look_ahead_ = true;
     std::uint64_t marked_seq_ = 0;                        // on the strand: the mark last written
     std::chrono::steady_clock::time_point marked_at_{};  // on the strand: when
     boost::asio::steady_timer wake_;
@@ -152,6 +176,8 @@ private:
     core::counter& m_errors_queued_;
     core::counter& m_dead_;
     core::counter& m_outages_;
+    core::counter& m_rewound_;
+    core::counter& m_lost_;
 };
 
 }  // namespace cairn::shards

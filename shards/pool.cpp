@@ -9,6 +9,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <fmt/format.h>
 
+#include <atomic>
 #include <deque>
 #include <unordered_set>
 #include <mutex>
@@ -65,6 +66,7 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
     // in it exactly while something outside the pool may run an operation on it.
     std::unordered_set<mariadb_conn*> busy;
     std::string last_connect_failure;  // see pool::last_connect_failure
+    std::atomic<std::uint64_t> connections_made{0};  // see pool::connections_made
     pool::connection_check check;      // see pool::set_connection_check; set before the first acquire
 
     // A slot if one is free: the most recently used idle connection that is still alive, or
@@ -285,6 +287,7 @@ asio::awaitable<core::result<lease>> pool::async_acquire() {
             std::lock_guard lock(st->mutex_);
             st->last_connect_failure.clear();
         }
+        st->connections_made.fetch_add(1);
         slot->conn_ = std::move(c);  // Still busy: the lease gives it back.
     }
     co_return std::move(*slot);
@@ -313,6 +316,8 @@ std::size_t pool::waiting() const {
 std::size_t pool::size_max() const noexcept { return state_->size_max; }
 
 std::string pool::endpoint() const { return fmt::format("{}:{}", state_->params.host, state_->params.port); }
+
+std::uint64_t pool::connections_made() const noexcept { return state_->connections_made.load(); }
 
 std::string pool::last_connect_failure() const {
     std::lock_guard lock(state_->mutex_);

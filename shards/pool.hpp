@@ -83,6 +83,8 @@ public:
     // ..."; a refused port, an unknown database and a wrong password read differently), or empty
     // if the last connect succeeded or none was tried. Any thread.
     std::string last_connect_failure() const;
+    // Connections made (and that passed the connection check) since the pool was created. Any thread.
+    std::uint64_t connections_made() const noexcept;
 
     // Run on every new connection before an acquire hands it out (cairnd's shards: the shard
     // identity check, shards/shard_identity.hpp). A non-empty text refuses the connection: it is

@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
     CLI::App app{
         "cairn-sim: the seeded simulation of cairn's apply pipeline. Each seed runs the real journal and apply\n"
         "workers on a simulated clock against in-memory shards whose faults (lost connections before and after\n"
-        "commit, deadlocks, refusals, duplicated applies, shards down, gateway crashes) come from the seed, checks\n"
+        "commit, deadlocks, refusals, duplicated applies, shards down, gateway crashes, failovers to a lagging replica) come from the seed, checks\n"
         "the invariants after every step and convergence at the end.\n\n"
         "Examples:\n"
         "  cairn-sim --seeds 1000            seeds 1..1000 (what CI runs)\n"
@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
     std::size_t steps = 250;
     bool verbose = false;
     bool broken = false;
+    bool broken_marks = false;
     std::uint64_t progress = 0;
     std::size_t failures_shown_max = 10;
     unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
@@ -53,6 +54,9 @@ int main(int argc, char** argv) {
     app.add_flag("-v,--verbose", verbose, "log every step of every seed to stderr");
     app.add_flag("--broken-swallow-rejections", broken,
                  "run the deliberately broken variant (refused statements reported as success): must fail");
+    app.add_flag("--broken-skip-mark-check", broken_marks,
+                 "run the other broken variant (apply workers without their mark check, so a failover to a lagging "
+                 "replica loses writes): must fail");
     app.add_option("--progress", progress, "print a progress line every N seeds (0: never)");
     app.add_option("--failures-shown", failures_shown_max, "failures printed in full at most");
     app.add_option("--max-time", max_time,
@@ -81,7 +85,7 @@ int main(int argc, char** argv) {
     // the next seed from a counter; the failures are reported in seed order.
     std::mutex mu;
     std::atomic<std::uint64_t> next{0};
-    std::uint64_t done = 0, last_seed = 0, statements = 0, acked = 0, crashes = 0, dead = 0;
+    std::uint64_t done = 0, last_seed = 0, statements = 0, acked = 0, crashes = 0, dead = 0, failovers = 0, failovers_skipped = 0;
     std::map<std::uint64_t, std::string> failures;
     const auto deadline = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                         std::chrono::duration<double>(max_time));
@@ -97,12 +101,15 @@ int main(int argc, char** argv) {
             o.steps = steps;
             o.verbose = verbose;
             o.swallow_rejections = broken;
+            o.skip_mark_check = broken_marks;
             const auto r = cairn::sim::run_simulation(o);
             std::lock_guard lock(mu);
             statements += r.statements;
             acked += r.acked_ops;
             crashes += r.crashes;
             dead += r.dead_letters;
+            failovers += r.failovers;
+            failovers_skipped += r.failovers_skipped;
             if (!r.ok) failures[o.seed] = r.failure;
             ++done;
             last_seed = std::max(last_seed, o.seed);
@@ -121,13 +128,16 @@ int main(int argc, char** argv) {
     for (const auto& [seed, what] : failures) {
         if (shown++ == failures_shown_max) break;
         std::cout << fmt::format("seed {} failed: {}\n  replay: cairn-sim --seed {}{} --verbose\n", seed, what, seed,
-                                 broken ? " --broken-swallow-rejections" : "");
+                                 std::string(broken ? " --broken-swallow-rejections" : "") +
+                                     (broken_marks ? " --broken-skip-mark-check" : ""));
     }
     const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (stop_requested.load()) std::cout << "cairn-sim: stopped by a signal; the summary covers the seeds that ran\n";
     std::cout << fmt::format("simulation: seeds={} failures={}\n", done, failures.size());
     std::cout << fmt::format("  seeds {}..{} ({} seeds) in {:.1f} s; {} acknowledged ops, {} shard statements, {} gateway crashes, "
-                             "{} dead letters\n",
-                             first_seed, done == 0 ? first_seed : last_seed, done, secs, acked, statements, crashes, dead);
+                             "{} dead letters, {} shard failovers ({} skipped: an op applied late below the "
+                             "replica's mark)\n",
+                             first_seed, done == 0 ? first_seed : last_seed, done, secs, acked, statements, crashes, dead,
+                             failovers, failovers_skipped);
     return failures.empty() ? 0 : 1;
 }

@@ -1,5 +1,6 @@
 #include "tests/sim/memory_shard.hpp"
 
+#include "core/assert.hpp"
 #include "core/cells.hpp"
 #include "core/shard_map.hpp"
 #include "shards/model_dispatch.hpp"
@@ -41,6 +42,12 @@ public:
         co_return core::success();
     }
 
+    asio::awaitable<core::result<std::uint64_t>> async_read_mark(std::uint64_t node_id) override {
+        if (shard_.down_) co_return core::errc::shard_unavailable;
+        const auto it = shard_.marks_.find(node_id);
+        co_return it == shard_.marks_.end() ? std::uint64_t{0} : it->second;
+    }
+
     std::string describe(const core::error_code& ec) const override {
         return fmt::format("{} (memory shard {})", ec.message(), shard_.index_);
     }
@@ -54,6 +61,31 @@ memory_shard::memory_shard(core::shard_index index, std::uint64_t seed) : index_
 asio::awaitable<core::result<std::unique_ptr<shards::apply_session>>> memory_shard::async_open() {
     if (down_ || roll(faults_.open_fails)) co_return core::errc::shard_unavailable;
     co_return std::unique_ptr<shards::apply_session>(std::make_unique<memory_session>(*this));
+}
+
+void memory_shard::take_replica() {
+    replica_ = std::make_unique<data>(
+        data{applies_, marks_, edge_applies_, counters_, entities_, index_rows_, cells_, index_defs_});
+}
+
+std::uint64_t memory_shard::replica_mark(std::uint64_t node_id) const {
+    const auto it = replica_->marks.find(node_id);
+    return it == replica_->marks.end() ? 0 : it->second;
+}
+
+void memory_shard::fail_over(bool outage) {
+    CAIRN_ASSERT(replica_ != nullptr);
+    applies_ = std::move(replica_->applies);
+    marks_ = std::move(replica_->marks);
+    edge_applies_ = std::move(replica_->edge_applies);
+    counters_ = std::move(replica_->counters);
+    entities_ = std::move(replica_->entities);
+    index_rows_ = std::move(replica_->index_rows);
+    cells_ = std::move(replica_->cells);
+    index_defs_ = std::move(replica_->index_defs);
+    replica_.reset();
+    ++connections_;
+    if (outage) down_ = true;
 }
 
 void memory_shard::apply_op(const core::op& o, const core::shard_map& map) {

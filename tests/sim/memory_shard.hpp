@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -82,6 +83,10 @@ public:
 
     boost::asio::awaitable<core::result<std::unique_ptr<shards::apply_session>>> async_open() override;
 
+    // The in-memory shard has no connections; a failover counts as one new connection (to the
+    // promoted replica), which is what makes the apply worker check its mark again.
+    std::uint64_t connections_made() const noexcept override { return connections_; }
+
     void set_faults(const fault_rates& f) noexcept { faults_ = f; }
     // While down, every open and statement fails with shard_unavailable.
     void set_down(bool down) noexcept { down_ = down; }
@@ -115,6 +120,19 @@ public:
     // node id -> applied mark (shards/gateways.hpp).
     const std::map<std::uint64_t, std::uint64_t>& marks() const noexcept { return marks_; }
 
+    // A replica fed by asynchronous replication that stops now: a copy of the shard's data (rows,
+    // counters, marks and the log of applies) as it is at this moment.
+    void take_replica();
+    bool has_replica() const noexcept { return replica_ != nullptr; }
+    // The replica's applied mark of node_id, and whether it holds an apply of op_id (has_replica()).
+    std::uint64_t replica_mark(std::uint64_t node_id) const;
+    bool replica_applied(std::uint64_t op_id) const { return replica_->applies.contains(op_id); }
+    // The primary is lost and the replica promoted: the copy becomes the shard's data (whatever was
+    // applied since take_replica() is gone). With outage, the shard is down until set_down(false),
+    // as a failover usually is for its clients; without, the switch is seamless (an address that
+    // moves to the replica between two statements). Requires has_replica(); the replica is used up.
+    void fail_over(bool outage);
+
     // Folds the op's rows that live on this shard into the state (what a successful statement does).
     void apply_op(const core::op& o, const core::shard_map& map);
 
@@ -141,6 +159,19 @@ private:
     std::map<cell_key, cell_row> cells_;
     std::map<std::string, index_def_row> index_defs_;
     std::uint64_t statements_ = 0;
+    std::uint64_t connections_ = 0;
+
+    struct data {
+        std::map<std::uint64_t, std::uint32_t> applies;
+        std::map<std::uint64_t, std::uint64_t> marks;
+        std::vector<core::op> edge_applies;
+        std::map<counter_key, counter_cell> counters;
+        std::map<entity_key, entity_row> entities;
+        std::map<index_row_key, std::uint64_t> index_rows;
+        std::map<cell_key, cell_row> cells;
+        std::map<std::string, index_def_row> index_defs;
+    };
+    std::unique_ptr<data> replica_;
 };
 
 // The key of a counter op's cell (its metric, dimensions and hour).

@@ -1,6 +1,7 @@
 // The seeded simulation of the apply pipeline (issue 14): the real journal (LMDB, in a temporary
 // folder), the real apply workers stepped one round at a time (apply_worker::async_step), their
-// error queues, retry back-off, dead letters, re-injection, replay and gateway restarts, all on a
+// error queues, retry back-off, dead letters, re-injection, replay, gateway restarts and shard
+// failovers to a lagging replica, all on a
 // simulated clock, against in-memory shards (memory_shard.hpp) whose faults are drawn from the
 // seed. After every step it checks the invariants, at the end convergence and liveness. A seed
 // replays exactly: the same seed gives the same steps and the same trace hash.
@@ -19,6 +20,9 @@ struct sim_options {
     // The broken variant: the shards' face swallows refusals, so refused ops are lost. The
     // simulator must report it (tests/sim/simulator_test.cpp keeps that test).
     bool swallow_rejections = false;
+    // The other broken variant: the apply workers skip their mark check, so a failover to a
+    // lagging replica loses what the replica lacks (simulator_test.cpp keeps that test too).
+    bool skip_mark_check = false;
 };
 
 struct sim_result {
@@ -32,6 +36,10 @@ struct sim_result {
     std::uint64_t dead_letters = 0;  // became dead letters over the run
     std::uint64_t reinjected = 0;
     std::uint64_t replayed_ops = 0;
+    std::uint64_t failovers = 0;     // a shard's primary lost and a lagging replica promoted
+    // Failovers not made because the replica lacked an op applied late (below its mark): a known
+    // limit of the mark check (docs/operations.md).
+    std::uint64_t failovers_skipped = 0;
 };
 
 // Runs one seed; never throws for a failed check (ok = false, failure says why).

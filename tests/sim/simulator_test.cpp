@@ -14,7 +14,7 @@ const auto quiet = [] {
 }();
 
 TEST(simulator, seeds_pass_and_exercise_the_faults) {
-    std::uint64_t crashes = 0, dead = 0, reinjected = 0, replayed = 0;
+    std::uint64_t crashes = 0, dead = 0, reinjected = 0, replayed = 0, failovers = 0;
     for (std::uint64_t seed = 1; seed <= 20; ++seed) {
         sim_options o;
         o.seed = seed;
@@ -25,12 +25,14 @@ TEST(simulator, seeds_pass_and_exercise_the_faults) {
         dead += r.dead_letters;
         reinjected += r.reinjected;
         replayed += r.replayed_ops;
+        failovers += r.failovers;
     }
     // Twenty seeds reach every kind of event, or the simulation explores less than it claims.
     EXPECT_GT(crashes, 0u);
     EXPECT_GT(dead, 0u);
     EXPECT_GT(reinjected, 0u);
     EXPECT_GT(replayed, 0u);
+    EXPECT_GT(failovers, 0u);
 }
 
 TEST(simulator, a_seed_replays_exactly) {
@@ -62,6 +64,28 @@ TEST(simulator, catches_a_face_that_swallows_refusals) {
     }
     EXPECT_GE(caught, 10u);
     EXPECT_NE(first.find("lost"), std::string::npos) << first;
+}
+
+// Without the apply worker's mark check, a failover to a lagging replica loses what the replica
+// lacks: the simulator must catch it (an invariant names the lost op, or convergence an
+// acknowledged op never applied).
+TEST(simulator, catches_a_worker_that_skips_the_mark_check) {
+    std::uint64_t caught = 0, failovers = 0;
+    std::string first;
+    for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+        sim_options o;
+        o.seed = seed;
+        o.skip_mark_check = true;
+        const auto r = run_simulation(o);
+        failovers += r.failovers;
+        if (!r.ok) {
+            ++caught;
+            if (first.empty()) first = r.failure;
+        }
+    }
+    EXPECT_GT(failovers, 0u);
+    EXPECT_GE(caught, 1u);
+    EXPECT_TRUE(first.find("lost") != std::string::npos || first.find("never applied") != std::string::npos) << first;
 }
 
 }  // namespace

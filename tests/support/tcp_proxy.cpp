@@ -114,7 +114,7 @@ void tcp_proxy::run() {
             const int c = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
             if (c >= 0) {
                 ++accepted_;
-                const int s = connect_to(host_, target_port_);
+                const int s = connect_to(host_, target_port_.load());
                 if (s < 0) {
                     ::close(c);
                 } else {

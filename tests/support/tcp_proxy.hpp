@@ -30,12 +30,15 @@ public:
     void drop_all() noexcept { drop_ = true; }
     // Connections accepted so far.
     std::uint64_t accepted() const noexcept { return accepted_; }
+    // Connections accepted from now on go to this port of the same host (an address that moves to
+    // another server, as after a failover); those already open stay where they are.
+    void retarget(std::uint16_t target_port) noexcept { target_port_ = target_port; }
 
 private:
     void run();
 
     std::string host_;
-    std::uint16_t target_port_;
+    std::atomic<std::uint16_t> target_port_;
     int listen_fd_ = -1;
     std::uint16_t port_ = 0;
     std::atomic<bool> frozen_{false};

@@ -591,6 +591,59 @@ TEST(journal, commit_outcome_is_atomic) {
     EXPECT_EQ(j->list_dead(10).value().size(), 1u);
 }
 
+// A failover: the shard lacks what this gateway applied there, and the apply worker rewinds the
+// cursor to the shard's mark (shards/apply_worker.hpp), never below what retention still keeps.
+TEST(journal, a_cursor_is_rewound_only_when_asked_and_only_to_ops_still_kept) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    auto o = test::test_options(dir.path(), wall);
+    o.retention = std::chrono::seconds(60);
+    auto j = std::move(journal::open(o, clock).value());
+    EXPECT_EQ(j->first_seq().value(), 1u);  // nothing journaled: last_seq + 1
+    ASSERT_TRUE(append_sync(*j, make_ops(5, clock)));
+    EXPECT_EQ(j->first_seq().value(), 1u);
+    ASSERT_TRUE(test::advance_cursor(*j, 0, 5));
+    apply_outcome back;
+    back.shard = 0;
+    back.cursor = 2;
+    back.rewind = true;
+    ASSERT_TRUE(commit_sync(*j, back));
+    EXPECT_EQ(j->cursor(0), 2u);
+    EXPECT_EQ(j->read_ops(j->cursor(0), 10).value().size(), 3u);  // seqs 3..5 are read again
+    // Applied and older than the retention: deleted; the first kept op is the newest one.
+    ASSERT_TRUE(test::advance_cursor(*j, 0, 5));
+    wall.advance(61'000);
+    ASSERT_TRUE(append_sync(*j, make_ops(1, clock)));  // retention runs before each group
+    EXPECT_EQ(j->first_seq().value(), 6u);
+    back.cursor = 5;
+    ASSERT_TRUE(commit_sync(*j, back));  // 5 = first_seq - 1: nothing kept is skipped
+    EXPECT_EQ(j->cursor(0), 5u);
+}
+
+TEST(journal_death, a_cursor_is_never_rewound_past_what_retention_deleted) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    test::temp_dir dir;
+    EXPECT_DEATH(
+        {
+            test::manual_wall wall;
+            core::hlc clock(7, wall.fn());
+            auto o = test::test_options(dir.path(), wall);
+            o.retention = std::chrono::seconds(60);
+            auto j = std::move(journal::open(o, clock).value());
+            if (!append_sync(*j, make_ops(5, clock))) std::abort();
+            if (!test::advance_cursor(*j, 0, 5)) std::abort();
+            wall.advance(61'000);
+            if (!append_sync(*j, make_ops(1, clock))) std::abort();
+            apply_outcome back;
+            back.shard = 0;
+            back.cursor = 2;
+            back.rewind = true;
+            (void)commit_sync(*j, back);
+        },
+        "o.cursor \\+ 1 >= first");
+}
+
 TEST(journal_death, a_cursor_never_moves_backwards) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     test::temp_dir dir;
