@@ -65,7 +65,8 @@ using request = std::variant<append_req, outcome_req>;
 std::size_t weight(const request& r) {
     if (const auto* a = std::get_if<append_req>(&r)) return a->ops.size();
     const auto& o = std::get<outcome_req>(r).outcome;
-    return 1 + o.put_errors.size() + o.remove_errors.size() + o.put_dead.size() + o.remove_dead.size() + o.put_edits.size();
+    return 1 + o.put_errors.size() + o.remove_errors.size() + o.put_dead.size() + o.remove_dead.size() +
+           o.put_edits.size() + o.put_late.size();
 }
 
 template <class F, class... Args>
@@ -115,7 +116,7 @@ struct journal::impl {
     detail::env env;
     int lock_fd = -1;
     struct {
-        MDB_dbi ops = 0, cursors = 0, errors = 0, dead = 0, idem = 0, idem_time = 0, meta = 0, edits = 0;
+        MDB_dbi ops = 0, cursors = 0, errors = 0, dead = 0, idem = 0, idem_time = 0, meta = 0, edits = 0, late = 0;
     } db;
 
     // Shared between callers and the writer, under mu.
@@ -130,6 +131,7 @@ struct journal::impl {
     std::atomic<std::uint64_t> last_seq{0};
     std::atomic<std::uint64_t> min_cursor{0};
     std::unique_ptr<std::atomic<std::uint64_t>[]> cursors;  // opts.shard_count entries
+    std::unique_ptr<std::atomic<std::uint64_t>[]> late_last;  // opts.shard_count entries
     std::atomic<int> inject_commit_error{0};
 
     std::mutex listener_mu;
@@ -174,7 +176,7 @@ struct journal::impl {
     }
 
     std::array<MDB_dbi, detail::dbs_used> all_dbis() const {
-        return {db.ops, db.cursors, db.errors, db.dead, db.idem, db.idem_time, db.meta, db.edits};
+        return {db.ops, db.cursors, db.errors, db.dead, db.idem, db.idem_time, db.meta, db.edits, db.late};
     }
 
     void update_min_cursor() {
@@ -307,13 +309,14 @@ struct journal::impl {
         const std::uint64_t wall = opts.wall_ms();
         std::size_t ops_written = 0;
         std::vector<std::pair<std::uint32_t, std::uint64_t>> cursor_updates;
+        std::vector<std::pair<std::uint32_t, std::uint64_t>> late_updates;  // (shard, last number), in order
         for (auto& r : group) {
             int rc = 0;
             if (auto* a = std::get_if<append_req>(&r)) {
                 CAIRN_ASSERT(appends_allowed);
                 rc = write_append(t, *a, seq, ts_seen, wall, ops_written);
             } else {
-                rc = write_outcome(t, std::get<outcome_req>(r).outcome, seq, cursor_updates);
+                rc = write_outcome(t, std::get<outcome_req>(r).outcome, seq, cursor_updates, late_updates);
             }
             if (rc != 0) return rc;
         }
@@ -336,6 +339,7 @@ struct journal::impl {
         ts_max = ts_seen;
         last_seq.store(seq - 1);
         for (const auto& [shard, c] : cursor_updates) cursors[shard].store(c);
+        for (const auto& [shard, n] : late_updates) late_last[shard].store(n);
         if (!cursor_updates.empty()) update_min_cursor();
         commit_latency.observe(std::chrono::steady_clock::now() - started);
         std::size_t weight_total = 0;
@@ -419,7 +423,8 @@ struct journal::impl {
     }
 
     int write_outcome(detail::txn& t, const apply_outcome& o, std::uint64_t next,
-                      std::vector<std::pair<std::uint32_t, std::uint64_t>>& cursor_updates) {
+                      std::vector<std::pair<std::uint32_t, std::uint64_t>>& cursor_updates,
+                      std::vector<std::pair<std::uint32_t, std::uint64_t>>& late_updates) {
         for (const auto& e : o.remove_errors) {
             const int rc = t.del(db.errors, view(detail::errors_key(e.shard, e.due_ms, e.seq)));
             if (rc != 0 && rc != MDB_NOTFOUND) return rc;
@@ -439,6 +444,22 @@ struct journal::impl {
         for (const auto& e : o.put_edits) {
             const int rc = t.put(db.edits, view(detail::dead_key(e.shard, e.seq)), detail::encode_edit(e));
             if (rc != 0) return rc;
+        }
+        if (!o.put_late.empty()) {
+            // Numbered after this group's earlier outcomes of the shard, else after the committed last.
+            std::uint64_t number = late_last[o.shard].load();
+            for (const auto& [shard, n] : late_updates) {
+                if (shard == o.shard) number = n;
+            }
+            for (const auto& l : o.put_late) {
+                late_apply numbered = l;
+                numbered.shard = o.shard;
+                numbered.number = ++number;
+                const int rc = t.put(db.late, view(detail::dead_key(o.shard, number)), detail::encode_late(numbered));
+                if (rc != 0) return rc;
+            }
+            if (int rc = t.put(db.meta, detail::meta_late_last_key(o.shard), detail::u64_be(number)); rc != 0) return rc;
+            late_updates.emplace_back(o.shard, number);
         }
         if (o.cursor) {
             const auto key = detail::cursor_key(o.shard);
@@ -574,8 +595,28 @@ struct journal::impl {
             }
         }
         if (rc == MDB_NOTFOUND) rc = 0;
+        // Late applications: those applied longer ago than the retention (numbers keep counting in meta).
+        std::size_t late_deleted = 0;
+        if (rc == 0) {
+            detail::cursor c;
+            rc = c.open(t, db.late);
+            std::string_view k;
+            std::string_view v;
+            if (rc == 0) rc = c.get(k, v, MDB_FIRST);
+            while (rc == 0 && budget > 0) {
+                auto l = detail::decode_late(std::span(v.data(), v.size()));
+                if (!l || old(l.value().applied_ms)) {
+                    if (rc = c.del(); rc != 0) break;
+                    ++late_deleted;
+                    --budget;
+                }
+                // After a delete the cursor stands on the next record; MDB_NEXT returns it.
+                rc = c.get(k, v, MDB_NEXT);
+            }
+        }
+        if (rc == MDB_NOTFOUND) rc = 0;
         retention_more = budget == 0;
-        if (rc == 0 && ops_deleted + keys_deleted + edits_deleted == 0) return;  // t aborts: nothing to commit
+        if (rc == 0 && ops_deleted + keys_deleted + edits_deleted + late_deleted == 0) return;  // t aborts: nothing to commit
         if (rc == 0) rc = t.commit();
         if (is_full(rc)) {
             spdlog::error("journal {}: retention could not commit: the map is full", opts.path);
@@ -647,7 +688,8 @@ core::result<std::unique_ptr<journal>> journal::open(options opts, core::hlc& cl
     for (auto [name, out] : {std::pair{detail::db_ops, &p->db.ops}, std::pair{detail::db_cursors, &p->db.cursors},
                              std::pair{detail::db_errors, &p->db.errors}, std::pair{detail::db_dead, &p->db.dead},
                              std::pair{detail::db_idem, &p->db.idem}, std::pair{detail::db_idem_time, &p->db.idem_time},
-                             std::pair{detail::db_meta, &p->db.meta}, std::pair{detail::db_edits, &p->db.edits}}) {
+                             std::pair{detail::db_meta, &p->db.meta}, std::pair{detail::db_edits, &p->db.edits},
+                             std::pair{detail::db_late, &p->db.late}}) {
         if (int rc = open_db(name, *out); rc != 0) return detail::lmdb_error(rc);
     }
     // meta: a fresh journal stores its node id and format; an existing one must match them.
@@ -743,6 +785,12 @@ core::result<std::unique_ptr<journal>> journal::open(options opts, core::hlc& cl
             }
         }
     }
+    p->late_last = std::make_unique<std::atomic<std::uint64_t>[]>(opts.shard_count);
+    for (std::uint32_t shard = 0; shard < opts.shard_count; ++shard) {
+        auto n = meta_u64(detail::meta_late_last_key(shard));
+        if (!n) return n.error();
+        p->late_last[shard].store(n.value().value_or(0));
+    }
     if (int rc = t.commit(); rc != 0) return detail::lmdb_error(rc);
 
     clock.observe(ts_max);
@@ -812,6 +860,11 @@ void journal::commit_outcome(apply_outcome outcome, done_callback done) {
     for (auto* list : {&outcome.put_dead, &outcome.remove_dead}) {
         for (auto& d : *list) {
             if (!check(d.task)) return refuse(core::errc::bad_request);
+        }
+    }
+    for (const auto& l : outcome.put_late) {
+        if (l.shard != outcome.shard || l.op_bytes.size() > core::op_record_bytes_max) {
+            return refuse(core::errc::bad_request);
         }
     }
     core::errc refused = core::errc::ok;
@@ -962,6 +1015,35 @@ core::result<std::uint64_t> journal::read_op_time_ms(std::uint64_t seq) const {
 std::uint64_t journal::cursor(std::uint32_t shard) const {
     CAIRN_ASSERT(shard < impl_->opts.shard_count);
     return impl_->cursors[shard].load();
+}
+
+std::uint64_t journal::late_last(std::uint32_t shard) const {
+    CAIRN_ASSERT(shard < impl_->opts.shard_count);
+    return impl_->late_last[shard].load();
+}
+
+core::result<std::vector<late_apply>> journal::list_late(std::uint32_t shard, std::uint64_t after_number,
+                                                         std::size_t max) const {
+    std::vector<late_apply> out;
+    if (max == 0 || after_number == std::numeric_limits<std::uint64_t>::max()) return out;
+    auto t = detail::txn::begin_read(impl_->env);
+    if (!t) return t.error();
+    detail::cursor c;
+    if (int rc = c.open(t.value(), impl_->db.late); rc != 0) return detail::lmdb_error(rc);
+    std::string_view k;
+    std::string_view v;
+    const auto from = detail::dead_key(shard, after_number + 1);
+    for (int rc = c.seek(view(from), k, v); out.size() < max; rc = c.get(k, v, MDB_NEXT)) {
+        if (rc == MDB_NOTFOUND) break;
+        if (rc != 0) return detail::lmdb_error(rc);
+        if (k.size() != detail::late_key_bytes) return core::errc::journal_corrupt;
+        if (detail::get_be(k.data(), 4) != shard) break;
+        auto l = detail::decode_late(std::span(v.data(), v.size()));
+        if (!l) return l.error();
+        if (l.value().shard != shard || l.value().number != detail::get_be(k.data() + 4, 8)) return core::errc::journal_corrupt;
+        out.push_back(std::move(l).value());
+    }
+    return out;
 }
 
 core::result<std::uint64_t> journal::first_seq() const {

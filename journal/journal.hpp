@@ -79,9 +79,25 @@ struct op_edit {
     friend bool operator==(const op_edit&, const op_edit&) = default;
 };
 
+// An op applied on a shard after the batches had passed its seq — a retry from the error queue, a
+// re-injected dead letter — so the shard's applied mark does not cover it. The journal numbers a
+// shard's late applications 1, 2, ... as it commits them, and the apply worker writes the last
+// number it applied on the shard (its late mark, apply_session::async_mark_late): a replica
+// promoted after a failover holds exactly the late applications through its late mark, and the
+// worker applies the rest again from here (the mark check). Kept for the retention, like ops.
+struct late_apply {
+    std::uint32_t shard = 0;
+    std::uint64_t number = 0;      // set by the journal when it commits the entry
+    std::uint64_t seq = 0;         // the op's seq
+    std::uint64_t applied_ms = 0;  // wall time of the application (retention counts from it)
+    std::string op_bytes;          // the op as applied (core::encode_op; an edited dead letter's edit)
+
+    friend bool operator==(const late_apply&, const late_apply&) = default;
+};
+
 // What an apply worker commits, atomically in one transaction. Order inside the transaction:
-// remove_errors, put_errors, remove_dead, put_dead, cursor; so a task may be removed and put
-// again under the same key in one outcome.
+// remove_errors, put_errors, remove_dead, put_dead, put_edits, put_late, cursor; so a task may be
+// removed and put again under the same key in one outcome.
 struct apply_outcome {
     std::uint32_t shard = 0;
     std::optional<std::uint64_t> cursor;  // new applied-through seq (never backwards, never past last_seq: asserted)
@@ -94,6 +110,9 @@ struct apply_outcome {
     std::vector<dead_letter> put_dead;      // key: shard, seq
     std::vector<dead_letter> remove_dead;   // matched by shard, seq (the CLI re-injects a dead letter); absent ones are ignored
     std::vector<op_edit> put_edits;         // key: shard, seq; replaces an earlier edit of the same key
+    // Late applications on this outcome's shard, numbered late_last(shard) + 1, + 2, ... in this order
+    // (their `number` is ignored).
+    std::vector<late_apply> put_late;
 };
 
 // The outcome that re-injects dead letters of one shard (all of `letters` must be of `shard`): each
@@ -189,6 +208,14 @@ public:
     [[nodiscard]] core::result<std::uint64_t> read_op_time_ms(std::uint64_t seq) const;
 
     std::uint64_t cursor(std::uint32_t shard) const;  // 0 = nothing applied; shard < shard_count
+    // The number of shard's last late application (0: none yet); shard < shard_count. Never goes
+    // down, even when retention deletes the entries.
+    std::uint64_t late_last(std::uint32_t shard) const;
+    // shard's late applications numbered after after_number, ascending, at most max. Entries that
+    // retention deleted are missing: the first one returned may be numbered above after_number + 1.
+    // Errors: LMDB's, errc::journal_corrupt.
+    [[nodiscard]] core::result<std::vector<late_apply>> list_late(std::uint32_t shard, std::uint64_t after_number,
+                                                                  std::size_t max) const;
     // The oldest op still kept (retention deletes applied ops), or last_seq() + 1 when none is:
     // how far back a cursor can be rewound. Errors: LMDB's.
     [[nodiscard]] core::result<std::uint64_t> first_seq() const;

@@ -32,6 +32,14 @@ public:
         co_return co_await async_read_applied_mark(*lease_, node_id);
     }
 
+    asio::awaitable<core::result<void>> async_mark_late(std::uint64_t node_id, std::uint64_t number) override {
+        co_return co_await async_write_late_mark(*lease_, node_id, number);
+    }
+
+    asio::awaitable<core::result<std::uint64_t>> async_read_late_mark(std::uint64_t node_id) override {
+        co_return co_await async_read_late_mark_of(*lease_, node_id);
+    }
+
     std::string describe(const core::error_code& ec) const override {
         if (lease_->last_errno() != 0) {
             return fmt::format("{} ({}: {})", ec.message(), lease_->last_errno(), lease_->last_error());

@@ -50,6 +50,16 @@ public:
     // holds the mark of exactly the ops it holds. Errors: as async_apply.
     virtual boost::asio::awaitable<core::result<std::uint64_t>> async_read_mark(std::uint64_t node_id) = 0;
 
+    // Records on the shard that node_id's late applications (journal::late_apply: retries and
+    // re-injected dead letters, applied after the applied mark had passed their seq) numbered
+    // through `number` are applied here. Never lowers it; written after the applications it covers,
+    // so a promoted replica's late mark names exactly the late applications it holds. Errors: as
+    // async_apply.
+    virtual boost::asio::awaitable<core::result<void>> async_mark_late(std::uint64_t node_id, std::uint64_t number) = 0;
+
+    // node_id's late mark as the shard holds it now (0 if none). Errors: as async_apply.
+    virtual boost::asio::awaitable<core::result<std::uint64_t>> async_read_late_mark(std::uint64_t node_id) = 0;
+
     // The failure as an operator reads it in logs and dead letters (with the server's error number
     // and text when there is one).
     virtual std::string describe(const core::error_code& ec) const = 0;

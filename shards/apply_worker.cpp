@@ -71,7 +71,11 @@ apply_worker::apply_worker(asio::any_io_executor ex, journal::journal& j, const 
                                      {{"shard", std::to_string(opts_.shard)}})),
       m_lost_(metrics.add_counter("cairn_apply_unrecoverable_seqs_total",
                                   "Journal seqs the shard's applied mark says it lacks that retention had already deleted",
-                                  {{"shard", std::to_string(opts_.shard)}})) {
+                                  {{"shard", std::to_string(opts_.shard)}})),
+      m_late_reapplied_(metrics.add_counter("cairn_apply_late_reapplied_total",
+                                            "Ops applied late (retries, re-injected dead letters) applied again because "
+                                            "the shard's late mark was behind the journal's (a promoted replica, a restore)",
+                                            {{"shard", std::to_string(opts_.shard)}})) {
     if (!opts_.wall_ms) opts_.wall_ms = core::system_wall_clock_ms;
     if (!opts_.counters) opts_.counters = std::make_shared<const core::counter_catalog>();
     if (!opts_.cells) opts_.cells = std::make_shared<const core::cell_config>();
@@ -342,6 +346,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_check_mark(apply
         co_return step_outcome::idle;
     }
     marked_seq_ = mark.value();
+    if (const step_outcome late = co_await async_reapply_late(s); late != step_outcome::idle) co_return late;
     if (mark.value() >= cursor) co_return step_outcome::idle;
     auto first = journal_.first_seq();
     if (!first) {
@@ -381,6 +386,91 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_check_mark(apply
     applied_seq_ = to;
     m_applied_seq_.set(static_cast<double>(to));
     co_return step_outcome::progressed;
+}
+
+asio::awaitable<apply_worker::step_outcome> apply_worker::async_reapply_late(apply_session& s) {
+    const core::shard_index shard = opts_.shard;
+    const std::uint64_t last = journal_.late_last(shard);
+    if (last == 0 || !opts_.late_check) co_return step_outcome::idle;
+    auto held = co_await s.async_read_late_mark(journal_.node_id());
+    if (!held && is_outage(held.error())) {
+        note_outage("reading the late mark", s.describe(held.error()));
+        co_return step_outcome::outage;
+    }
+    if (!held) {
+        spdlog::warn("shard {}: reading this gateway's late mark failed: {}", shard, s.describe(held.error()));
+        co_return step_outcome::idle;
+    }
+    if (held.value() >= last) co_return step_outcome::idle;
+    spdlog::info("shard {} ({}): this gateway's late mark there is {}, the journal's {}: applying the ops applied late "
+                 "(retries, re-injected dead letters) numbered {}..{} again",
+                 shard, target_.name(), held.value(), last, held.value() + 1, last);
+    journal::apply_outcome requeue;  // those that fail here now: back to the error queue
+    requeue.shard = shard;
+    std::uint64_t after = held.value();
+    while (after < last) {
+        auto page = journal_.list_late(shard, after, 64);
+        if (!page) {
+            spdlog::error("shard {}: reading the journal's late applications failed: {}", shard, page.error().message());
+            check_mark_ = true;
+            co_return step_outcome::journal_error;
+        }
+        const std::uint64_t next_kept = page.value().empty() ? last + 1 : page.value().front().number;
+        if (next_kept > after + 1) {
+            const std::uint64_t gone = std::min(next_kept, last + 1) - after - 1;
+            spdlog::error("shard {} ({}): {} late applications numbered {}..{} are past the journal's retention: "
+                          "whatever of them the shard lacks is lost to it",
+                          shard, target_.name(), gone, after + 1, after + gone);
+            m_lost_.inc(gone);
+        }
+        for (auto& l : page.value()) {
+            auto decoded = core::decode_op(l.op_bytes);
+            core::result<void> r = decoded ? core::success() : core::result<void>(decoded.error());
+            if (decoded) {
+                std::array<const core::op*, 1> one{&decoded.value()};
+                for (int attempt = 0; attempt <= retry_now_max; ++attempt) {
+                    r = co_await async_apply(s, one);
+                    if (r || r.error() != core::errc::shard_retry) break;
+                }
+            }
+            if (!r && is_outage(r.error())) {
+                note_outage("applying an op applied late again", s.describe(r.error()));
+                co_return step_outcome::outage;
+            }
+            if (!r) {
+                journal::error_task task;
+                task.shard = shard;
+                task.seq = l.seq;
+                task.attempts = 1;
+                task.first_failed_ms = now_ms();
+                task.due_ms = task.first_failed_ms + static_cast<std::uint64_t>(retry_delay(1).count());
+                task.errors.push_back(decoded ? s.describe(r.error()) : "the stored op does not decode: " + r.error().message());
+                task.op_bytes = std::move(l.op_bytes);
+                spdlog::warn("shard {}: op seq {} (applied late before) failed: {}; queued for retry", shard, task.seq,
+                             task.errors.back());
+                requeue.put_errors.push_back(std::move(task));
+                m_errors_queued_.inc();
+            } else {
+                m_late_reapplied_.inc();
+            }
+        }
+        after = page.value().empty() ? last : page.value().back().number;
+    }
+    if (!requeue.put_errors.empty()) {
+        if (auto c = co_await async_commit_outcome(journal_, std::move(requeue)); !c) {
+            spdlog::error("shard {}: committing the error queue failed: {}", shard, c.error().message());
+            check_mark_ = true;
+            co_return step_outcome::journal_error;
+        }
+    }
+    if (auto m = co_await s.async_mark_late(journal_.node_id(), last); !m) {
+        if (is_outage(m.error())) {
+            note_outage("writing the late mark", s.describe(m.error()));
+            co_return step_outcome::outage;
+        }
+        spdlog::warn("shard {}: writing the late mark failed: {}", shard, s.describe(m.error()));
+    }
+    co_return step_outcome::idle;
 }
 
 asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
@@ -534,6 +624,9 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_retry_errors() {
             if (r) {
                 m_applied_ops_.inc();
                 outcomes_.add(now_ms(), 1, 0);
+                // Applied after the applied mark passed its seq: a replica that the mark says is
+                // complete may lack it, so the journal numbers it and the late mark covers it.
+                outcome.put_late.push_back({shard, 0, next.seq, now_ms(), std::move(next.op_bytes)});
                 continue;
             }
             if (is_outage(r.error())) {
@@ -566,10 +659,22 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_retry_errors() {
         }
     }
     if (outcome.remove_errors.empty()) co_return outage ? step_outcome::outage : step_outcome::idle;
+    const bool late = !outcome.put_late.empty();
     auto committed = co_await async_commit_outcome(journal_, std::move(outcome));
     if (!committed) {
         spdlog::error("shard {}: committing the error queue failed: {}", shard, committed.error().message());
         co_return step_outcome::journal_error;
+    }
+    if (late && !outage) {
+        // After the commit, which numbered them: a late mark never names a number the journal may
+        // still give to another op. Were it lost, the mark check applies them again (idempotent).
+        if (auto m = co_await s.async_mark_late(journal_.node_id(), journal_.late_last(shard)); !m) {
+            if (is_outage(m.error())) {
+                note_outage("writing the late mark", s.describe(m.error()));
+                co_return step_outcome::outage;
+            }
+            spdlog::warn("shard {}: writing the late mark failed: {}", shard, s.describe(m.error()));
+        }
     }
     co_return outage ? step_outcome::outage : step_outcome::progressed;
 }

@@ -53,6 +53,9 @@ struct apply_worker_options {
     // The mark check after the start and every outage (async_check_mark). Only the simulation's
     // broken variant turns it off, to show what it catches.
     bool mark_check = true;
+    // Its second half: the late applications past the shard's late mark applied again
+    // (async_reapply_late). Only the simulation's third broken variant turns it off.
+    bool late_check = true;
 };
 
 class apply_worker {
@@ -119,6 +122,10 @@ private:
     // to the mark, so they apply again, and the caller returns `progressed` (the batch it read is
     // stale). idle: nothing to rewind, go on with the session.
     boost::asio::awaitable<step_outcome> async_check_mark(apply_session& s);
+    // Part of the mark check: the late applications (journal::late_apply) past the shard's late mark
+    // are applied again, then the late mark is raised to the journal's last. idle: nothing was
+    // missing, or all of it is applied again and marked.
+    boost::asio::awaitable<step_outcome> async_reapply_late(apply_session& s);
     bool mark_check_due() const noexcept;
     // This shard's error tasks and dead letters with a seq past cursor.
     core::result<std::set<std::uint64_t>> held_past(std::uint64_t cursor) const;
@@ -178,6 +185,7 @@ private:
     core::counter& m_outages_;
     core::counter& m_rewound_;
     core::counter& m_lost_;
+    core::counter& m_late_reapplied_;
 };
 
 }  // namespace cairn::shards

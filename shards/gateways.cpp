@@ -18,6 +18,19 @@ constexpr std::string_view create_marks_sql = R"(CREATE TABLE IF NOT EXISTS appl
   PRIMARY KEY (node_id)
 ) ENGINE=InnoDB COMMENT 'read-your-writes across gateways (docs/operations.md)')";
 
+constexpr std::string_view create_late_marks_sql = R"(CREATE TABLE IF NOT EXISTS late_marks (
+  node_id BIGINT UNSIGNED NOT NULL COMMENT 'the gateway (its node_id)',
+  late BIGINT UNSIGNED NOT NULL COMMENT 'that gateway''s late applications (retries, re-injections) through this number are applied here',
+  updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  PRIMARY KEY (node_id)
+) ENGINE=InnoDB COMMENT 'what a promoted replica lacks of the ops applied late (docs/operations.md)')";
+
+constexpr std::string_view write_late_mark_sql =
+    "INSERT INTO late_marks (node_id, late, updated_at) VALUES (?, ?, NOW(6)) "
+    "ON DUPLICATE KEY UPDATE updated_at = IF(VALUES(late) > late, NOW(6), updated_at), late = GREATEST(late, VALUES(late))";
+
+constexpr std::string_view read_late_mark_sql = "SELECT late FROM late_marks WHERE node_id = ?";
+
 constexpr std::string_view create_leases_sql = R"(CREATE TABLE IF NOT EXISTS gateway_leases (
   node_id BIGINT UNSIGNED NOT NULL,
   journal_id BIGINT UNSIGNED NOT NULL COMMENT 'the journal holding the node id',
@@ -75,6 +88,7 @@ std::string describe_duration(std::uint64_t ms) {
 
 asio::awaitable<core::result<void>> async_create_gateway_schema(mariadb_conn& conn) {
     if (auto r = co_await conn.async_execute(create_marks_sql); !r) co_return r;
+    if (auto r = co_await conn.async_execute(create_late_marks_sql); !r) co_return r;
     co_return co_await conn.async_execute(create_leases_sql);
 }
 
@@ -89,6 +103,21 @@ asio::awaitable<core::result<void>> async_write_applied_mark(mariadb_conn& conn,
 asio::awaitable<core::result<std::uint64_t>> async_read_applied_mark(mariadb_conn& conn, std::uint64_t node_id) {
     const std::array<sql_param, 1> params{node_id};
     auto r = co_await conn.async_query_prepared(read_mark_sql, params);
+    if (!r) co_return r.error();
+    co_return r.value().size() == 0 ? std::uint64_t{0} : r.value().uint64_at(0, 0);
+}
+
+asio::awaitable<core::result<void>> async_write_late_mark(mariadb_conn& conn, std::uint64_t node_id,
+                                                          std::uint64_t number) {
+    const std::array<sql_param, 2> params{node_id, number};
+    auto r = co_await conn.async_query_prepared(write_late_mark_sql, params);
+    if (!r) co_return r.error();
+    co_return core::success();
+}
+
+asio::awaitable<core::result<std::uint64_t>> async_read_late_mark_of(mariadb_conn& conn, std::uint64_t node_id) {
+    const std::array<sql_param, 1> params{node_id};
+    auto r = co_await conn.async_query_prepared(read_late_mark_sql, params);
     if (!r) co_return r.error();
     co_return r.value().size() == 0 ? std::uint64_t{0} : r.value().uint64_at(0, 0);
 }

@@ -3,6 +3,11 @@
 //    worker has applied (or queued as an error) every op for the shard. Another gateway waits on it
 //    for a read with ?after=<node>:<seq> (read-your-writes across gateways); it is written after the
 //    ops it covers, so it never claims more than the shard holds.
+//  - late_marks (every shard): per node id, the number of the last late application (an op applied
+//    after the applied mark had passed its seq: a retry from the error queue, a re-injected dead
+//    letter; journal::late_apply) that gateway made here. Written after the applications it covers,
+//    so a replica promoted after a failover holds exactly the late applications through its late
+//    mark, and the apply worker applies the rest again from the journal.
 //  - gateway_leases (shard 0): one row per node id naming the journal that holds it, renewed while
 //    the gateway runs. A second gateway with a node id another journal holds is refused; a new
 //    journal may take a node id over only when its last holder has been silent longer than counters
@@ -26,7 +31,7 @@ namespace cairn::shards {
 
 class mariadb_conn;
 
-// Both tables, if missing (every shard has both; leases are used on shard 0 only). Errors: those of
+// The three tables, if missing (every shard has them all; leases are used on shard 0 only). Errors: those of
 // mariadb_conn.
 boost::asio::awaitable<core::result<void>> async_create_gateway_schema(mariadb_conn& conn);
 
@@ -35,6 +40,12 @@ boost::asio::awaitable<core::result<void>> async_write_applied_mark(mariadb_conn
                                                                     std::uint64_t seq);
 // node_id's mark on this shard; 0 if that gateway never applied anything here.
 boost::asio::awaitable<core::result<std::uint64_t>> async_read_applied_mark(mariadb_conn& conn, std::uint64_t node_id);
+
+// Raises node_id's late mark to number (never lowers it); node_id's late mark (0 if none). Errors:
+// those of mariadb_conn.
+boost::asio::awaitable<core::result<void>> async_write_late_mark(mariadb_conn& conn, std::uint64_t node_id,
+                                                                 std::uint64_t number);
+boost::asio::awaitable<core::result<std::uint64_t>> async_read_late_mark_of(mariadb_conn& conn, std::uint64_t node_id);
 
 // Every gateway's mark on this shard: (node id, seq), by node id.
 boost::asio::awaitable<core::result<std::vector<std::pair<std::uint64_t, std::uint64_t>>>> async_read_applied_marks(

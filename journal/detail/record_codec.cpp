@@ -165,6 +165,44 @@ core::result<op_edit> decode_edit(std::span<const char> bytes) {
     }
 }
 
+std::string encode_late(const late_apply& l) {
+    std::string out;
+    string_writer w{out};
+    packer pk(w);
+    pk.pack_array(late_record_fields);
+    pk.pack(late_format_version);
+    pk.pack(l.shard);
+    pk.pack(l.number);
+    pk.pack(l.seq);
+    pk.pack(l.applied_ms);
+    pk.pack_bin(static_cast<std::uint32_t>(l.op_bytes.size()));
+    pk.pack_bin_body(l.op_bytes.data(), static_cast<std::uint32_t>(l.op_bytes.size()));
+    return out;
+}
+
+core::result<late_apply> decode_late(std::span<const char> bytes) {
+    try {
+        auto oh = unpack_bounded(bytes, late_record_fields);
+        const msgpack::object& obj = oh.get();
+        if (obj.type != msgpack::type::ARRAY || obj.via.array.size != late_record_fields) {
+            return core::errc::journal_corrupt;
+        }
+        const msgpack::object* f = obj.via.array.ptr;
+        if (f[0].as<std::uint8_t>() != late_format_version || f[5].type != msgpack::type::BIN) {
+            return core::errc::journal_corrupt;
+        }
+        late_apply l;
+        l.shard = f[1].as<std::uint32_t>();
+        l.number = f[2].as<std::uint64_t>();
+        l.seq = f[3].as<std::uint64_t>();
+        l.applied_ms = f[4].as<std::uint64_t>();
+        l.op_bytes.assign(f[5].via.bin.ptr, f[5].via.bin.size);
+        return l;
+    } catch (const std::exception&) {
+        return core::errc::journal_corrupt;
+    }
+}
+
 std::string encode_idem(const appended& a, std::uint64_t wall_ms) {
     CAIRN_ASSERT(a.ts.size() == a.op_ids.size());
     std::string out;

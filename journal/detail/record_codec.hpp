@@ -18,6 +18,8 @@ inline constexpr std::uint32_t dead_record_fields = 9;   // the task's fields, t
 inline constexpr std::uint32_t idem_record_fields = 6;   // [version, wall_ms, first_seq, last_seq, ts[], op_ids[]]
 inline constexpr std::uint8_t edit_format_version = 1;
 inline constexpr std::uint32_t edit_record_fields = 6;   // [version, shard, seq, edited_ms, new_seq, op_bytes]
+inline constexpr std::uint8_t late_format_version = 1;
+inline constexpr std::uint32_t late_record_fields = 6;   // [version, shard, number, seq, applied_ms, op_bytes]
 
 std::string encode_task(const error_task& t);
 [[nodiscard]] core::result<error_task> decode_task(std::span<const char> bytes);
@@ -27,6 +29,9 @@ std::string encode_dead(const dead_letter& d);
 
 std::string encode_edit(const op_edit& e);
 [[nodiscard]] core::result<op_edit> decode_edit(std::span<const char> bytes);
+
+std::string encode_late(const late_apply& l);
+[[nodiscard]] core::result<late_apply> decode_late(std::span<const char> bytes);
 
 struct idem_entry {
     appended result;

@@ -16,7 +16,7 @@ namespace cairn::journal::detail {
 // version is refused at open.
 inline constexpr std::uint64_t format_version = 1;
 
-inline constexpr unsigned dbs_max = 8;
+inline constexpr unsigned dbs_max = 16;
 inline constexpr const char* db_ops = "ops";
 inline constexpr const char* db_cursors = "cursors";
 inline constexpr const char* db_errors = "errors";
@@ -25,7 +25,8 @@ inline constexpr const char* db_idem = "idem";
 inline constexpr const char* db_idem_time = "idem_time";
 inline constexpr const char* db_meta = "meta";
 inline constexpr const char* db_edits = "edits";  // added after format 1 was first released: created at open
-inline constexpr unsigned dbs_used = 8;
+inline constexpr const char* db_late = "late";    // as edits
+inline constexpr unsigned dbs_used = 9;
 static_assert(dbs_used <= dbs_max);
 
 // meta keys; every value is a big-endian u64.
@@ -36,6 +37,8 @@ inline constexpr std::string_view meta_ts_max = "ts_max";      // the greatest t
 // A random non-zero id written when the journal is created (or first opened by a cairnd that knows it):
 // the node id lease on the shards names the journal that holds it (shards/gateways.hpp).
 inline constexpr std::string_view meta_journal_id = "journal_id";
+// Followed by the shard (4 bytes, big-endian): the number of that shard's last late application.
+inline constexpr std::string_view meta_late_last_prefix = "late_last/";
 
 inline constexpr std::size_t seq_bytes = 8;
 inline constexpr std::size_t shard_bytes = 4;
@@ -48,6 +51,7 @@ inline constexpr std::size_t cursor_value_bytes = seq_bytes;                    
 inline constexpr std::size_t errors_key_bytes = shard_bytes + ms_bytes + seq_bytes;  // shard, due_ms, seq
 inline constexpr std::size_t dead_key_bytes = shard_bytes + seq_bytes;             // shard, seq
 inline constexpr std::size_t edit_key_bytes = shard_bytes + seq_bytes;             // shard, seq (as dead)
+inline constexpr std::size_t late_key_bytes = shard_bytes + seq_bytes;             // shard, late number (as dead)
 inline constexpr std::size_t idem_key_bytes_max = 200;
 inline constexpr std::size_t idem_time_key_bytes_max = ms_bytes + idem_key_bytes_max;  // wall ms, idem key
 inline constexpr std::size_t meta_value_bytes = 8;
@@ -95,6 +99,13 @@ inline std::array<char, dead_key_bytes> dead_key(std::uint32_t shard, std::uint6
     std::array<char, dead_key_bytes> k{};
     put_be(k.data(), shard, 4);
     put_be(k.data() + 4, seq, 8);
+    return k;
+}
+
+inline std::string meta_late_last_key(std::uint32_t shard) {
+    std::string k(meta_late_last_prefix);
+    k.resize(k.size() + shard_bytes);
+    put_be(k.data() + meta_late_last_prefix.size(), shard, 4);
     return k;
 }
 

@@ -37,7 +37,7 @@ std::map<std::string, std::vector<std::string>> shard_rows(const shard_endpoint&
     EXPECT_TRUE(tables) << (tables ? "" : tables.error().message());
     if (!tables) return out;
     for (const auto& t : tables.value()) {
-        if (t == "counter_ops" || t == "applied_marks" || t == "gateway_leases" || t == "shard_identity") continue;
+        if (t == "counter_ops" || t == "applied_marks" || t == "late_marks" || t == "gateway_leases" || t == "shard_identity") continue;
         const std::string columns =
             t == "edges" ? "graph, node_id, direction, other_id, state, own_state, position, ts, pos_ts, pos_set" : "*";
         auto rows = query_sql(s, fmt::format("SELECT {} FROM `{}`", columns, t), db);

@@ -213,6 +213,11 @@ TEST_F(cli, a_dead_letter_is_shown_edited_reinjected_and_applied) {
     EXPECT_EQ(applied["op"]["position"], 667) << applied.dump();
     EXPECT_EQ(applied["journaled_op"]["position"], 666) << applied.dump();
     EXPECT_TRUE(applied["shards"][shard].contains("edited_ms")) << applied.dump();
+    // Applied late (after the mark passed its seq): the journal numbered it, and the shard's late mark
+    // covers it, so a replica promoted later knows whether it holds it (docs/operations.md).
+    // The mark is written after the journal commit that the trace shows, so it is waited for.
+    EXPECT_TRUE(wait_for_value(test_shards()[shard], db, "SELECT late FROM late_marks WHERE node_id = 1", "1"));
+    EXPECT_TRUE(query_sql(test_shards()[1 - shard], "SELECT late FROM late_marks", db).value().empty());
     auto applied_table = cairn({"trace", seq_s});
     EXPECT_NE(applied_table.out.find("pos 667"), std::string::npos) << applied_table.out;
     EXPECT_NE(applied_table.out.find("journaled as follows"), std::string::npos) << applied_table.out;

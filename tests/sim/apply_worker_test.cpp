@@ -63,6 +63,7 @@ protected:
         shards::apply_worker_options wo;
         wo.lim = lim_;
         wo.wall_ms = [this] { return now_; };
+        wo.late_check = late_check_;
         metrics_ = std::make_unique<core::registry>();
         worker_ = std::make_unique<shards::apply_worker>(ioc_.get_executor(), *journal_, map_, shard_, wo, *metrics_);
     }
@@ -106,6 +107,7 @@ protected:
     std::unique_ptr<journal::journal> journal_;
     std::unique_ptr<shards::apply_worker> worker_;
     std::int64_t next_destination_ = 2;
+    bool late_check_ = true;
 };
 
 TEST_F(apply_worker_test, applies_a_batch_once_and_advances_the_cursor) {
@@ -246,6 +248,45 @@ TEST_F(apply_worker_test, after_a_restart_the_worker_resumes_from_the_journaled_
     EXPECT_EQ(step_once(), step::progressed);
     for (const auto id : first) EXPECT_EQ(applies(id), 1u);  // not applied again
     for (const auto id : second) EXPECT_EQ(applies(id), 1u);
+}
+
+// A retry applied after the replica stopped, below the replica's applied mark: the promoted replica
+// lacks it although its mark covers the seq, so only the late mark tells. The worker applies it
+// again on the first session after the failover; without that half of the check it stays lost.
+TEST_F(apply_worker_test, an_op_applied_late_that_a_promoted_replica_lacks_is_applied_again) {
+    for (const bool late_check : {true, false}) {
+        SCOPED_TRACE(late_check ? "with the late check" : "without it");
+        late_check_ = late_check;
+        worker_.reset();
+        journal_.reset();
+        std::filesystem::remove_all(dir_);
+        shard_ = memory_shard(0, 7);
+        reopen();
+        const auto ids = append_edges(3);
+        shard_.poison(ids[1]);
+        EXPECT_EQ(step_once(), step::progressed);  // ids[1] queued; the mark passes its seq
+        ASSERT_EQ(shard_.marks().at(journal_->node_id()), 3u);
+        shard_.take_replica();  // replication stops: the replica holds the mark 3, not ids[1]
+        shard_.heal();
+        now_ += 100;
+        EXPECT_EQ(step_once(), step::progressed);  // the retry: applied late, numbered 1
+        EXPECT_EQ(applies(ids[1]), 1u);
+        EXPECT_EQ(journal_->late_last(0), 1u);
+        EXPECT_EQ(journal_->list_late(0, 0, 10).value().at(0).seq, 2u);
+        shard_.fail_over(false);  // the replica promoted behind the same address
+        EXPECT_EQ(applies(ids[1]), 0u);
+        const auto more = append_edges(1);  // the next batch opens a session: the check is due there
+        EXPECT_EQ(step_once(), step::progressed);
+        EXPECT_EQ(applies(more[0]), 1u);
+        EXPECT_EQ(journal_->cursor(0), 4u);  // the applied mark was not behind: no rewind
+        const std::string reapplied = "cairn_apply_late_reapplied_total{shard=\"0\"} 1\n";
+        if (late_check) {
+            EXPECT_EQ(applies(ids[1]), 1u);
+            EXPECT_NE(metrics_->render().find(reapplied), std::string::npos) << metrics_->render();
+        } else {
+            EXPECT_EQ(applies(ids[1]), 0u);  // lost: what the check exists for
+        }
+    }
 }
 
 }  // namespace

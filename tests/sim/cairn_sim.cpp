@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
     bool verbose = false;
     bool broken = false;
     bool broken_marks = false;
+    bool broken_late = false;
     std::uint64_t progress = 0;
     std::size_t failures_shown_max = 10;
     unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
@@ -57,6 +59,9 @@ int main(int argc, char** argv) {
     app.add_flag("--broken-skip-mark-check", broken_marks,
                  "run the other broken variant (apply workers without their mark check, so a failover to a lagging "
                  "replica loses writes): must fail");
+    app.add_flag("--broken-skip-late-check", broken_late,
+                 "run the third broken variant (the mark check leaves out the ops applied late, so a failover to a "
+                 "replica lacking one below its mark loses it): must fail on the seeds the summary names");
     app.add_option("--progress", progress, "print a progress line every N seeds (0: never)");
     app.add_option("--failures-shown", failures_shown_max, "failures printed in full at most");
     app.add_option("--max-time", max_time,
@@ -85,7 +90,8 @@ int main(int argc, char** argv) {
     // the next seed from a counter; the failures are reported in seed order.
     std::mutex mu;
     std::atomic<std::uint64_t> next{0};
-    std::uint64_t done = 0, last_seed = 0, statements = 0, acked = 0, crashes = 0, dead = 0, failovers = 0, failovers_skipped = 0;
+    std::uint64_t done = 0, last_seed = 0, statements = 0, acked = 0, crashes = 0, dead = 0, failovers = 0, failovers_late = 0;
+    std::vector<std::uint64_t> late_seeds;  // seeds with such a failover, for replays and simulator_test
     std::map<std::uint64_t, std::string> failures;
     const auto deadline = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                         std::chrono::duration<double>(max_time));
@@ -102,6 +108,7 @@ int main(int argc, char** argv) {
             o.verbose = verbose;
             o.swallow_rejections = broken;
             o.skip_mark_check = broken_marks;
+            o.skip_late_check = broken_late;
             const auto r = cairn::sim::run_simulation(o);
             std::lock_guard lock(mu);
             statements += r.statements;
@@ -109,7 +116,8 @@ int main(int argc, char** argv) {
             crashes += r.crashes;
             dead += r.dead_letters;
             failovers += r.failovers;
-            failovers_skipped += r.failovers_skipped;
+            failovers_late += r.failovers_late;
+            if (r.failovers_late > 0) late_seeds.push_back(o.seed);
             if (!r.ok) failures[o.seed] = r.failure;
             ++done;
             last_seed = std::max(last_seed, o.seed);
@@ -129,15 +137,21 @@ int main(int argc, char** argv) {
         if (shown++ == failures_shown_max) break;
         std::cout << fmt::format("seed {} failed: {}\n  replay: cairn-sim --seed {}{} --verbose\n", seed, what, seed,
                                  std::string(broken ? " --broken-swallow-rejections" : "") +
-                                     (broken_marks ? " --broken-skip-mark-check" : ""));
+                                     (broken_marks ? " --broken-skip-mark-check" : "") +
+                                     (broken_late ? " --broken-skip-late-check" : ""));
     }
     const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (stop_requested.load()) std::cout << "cairn-sim: stopped by a signal; the summary covers the seeds that ran\n";
     std::cout << fmt::format("simulation: seeds={} failures={}\n", done, failures.size());
     std::cout << fmt::format("  seeds {}..{} ({} seeds) in {:.1f} s; {} acknowledged ops, {} shard statements, {} gateway crashes, "
-                             "{} dead letters, {} shard failovers ({} skipped: an op applied late below the "
-                             "replica's mark)\n",
+                             "{} dead letters, {} shard failovers ({} to a replica that lacked an op applied late below "
+                             "its mark)\n",
                              first_seed, done == 0 ? first_seed : last_seed, done, secs, acked, statements, crashes, dead,
-                             failovers, failovers_skipped);
+                             failovers, failovers_late);
+    if (!late_seeds.empty()) {
+        std::sort(late_seeds.begin(), late_seeds.end());
+        if (late_seeds.size() > 20) late_seeds.resize(20);
+        std::cout << fmt::format("  seeds with such a failover: {}\n", fmt::join(late_seeds, " "));
+    }
     return failures.empty() ? 0 : 1;
 }

@@ -48,6 +48,19 @@ public:
         co_return it == shard_.marks_.end() ? std::uint64_t{0} : it->second;
     }
 
+    asio::awaitable<core::result<void>> async_mark_late(std::uint64_t node_id, std::uint64_t number) override {
+        if (shard_.down_) co_return core::errc::shard_unavailable;
+        auto& mark = shard_.late_marks_[node_id];
+        mark = std::max(mark, number);
+        co_return core::success();
+    }
+
+    asio::awaitable<core::result<std::uint64_t>> async_read_late_mark(std::uint64_t node_id) override {
+        if (shard_.down_) co_return core::errc::shard_unavailable;
+        const auto it = shard_.late_marks_.find(node_id);
+        co_return it == shard_.late_marks_.end() ? std::uint64_t{0} : it->second;
+    }
+
     std::string describe(const core::error_code& ec) const override {
         return fmt::format("{} (memory shard {})", ec.message(), shard_.index_);
     }
@@ -65,7 +78,7 @@ asio::awaitable<core::result<std::unique_ptr<shards::apply_session>>> memory_sha
 
 void memory_shard::take_replica() {
     replica_ = std::make_unique<data>(
-        data{applies_, marks_, edge_applies_, counters_, entities_, index_rows_, cells_, index_defs_});
+        data{applies_, marks_, late_marks_, edge_applies_, counters_, entities_, index_rows_, cells_, index_defs_});
 }
 
 std::uint64_t memory_shard::replica_mark(std::uint64_t node_id) const {
@@ -77,6 +90,7 @@ void memory_shard::fail_over(bool outage) {
     CAIRN_ASSERT(replica_ != nullptr);
     applies_ = std::move(replica_->applies);
     marks_ = std::move(replica_->marks);
+    late_marks_ = std::move(replica_->late_marks);
     edge_applies_ = std::move(replica_->edge_applies);
     counters_ = std::move(replica_->counters);
     entities_ = std::move(replica_->entities);

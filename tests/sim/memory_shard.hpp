@@ -121,7 +121,7 @@ public:
     const std::map<std::uint64_t, std::uint64_t>& marks() const noexcept { return marks_; }
 
     // A replica fed by asynchronous replication that stops now: a copy of the shard's data (rows,
-    // counters, marks and the log of applies) as it is at this moment.
+    // counters, applied and late marks, and the log of applies) as it is at this moment.
     void take_replica();
     bool has_replica() const noexcept { return replica_ != nullptr; }
     // The replica's applied mark of node_id, and whether it holds an apply of op_id (has_replica()).
@@ -152,6 +152,7 @@ private:
     std::set<std::uint64_t> refused_;
     std::map<std::uint64_t, std::uint32_t> applies_;
     std::map<std::uint64_t, std::uint64_t> marks_;
+    std::map<std::uint64_t, std::uint64_t> late_marks_;  // node id -> late mark
     std::vector<core::op> edge_applies_;  // every apply of an edge or node op, in order
     std::map<counter_key, counter_cell> counters_;
     std::map<entity_key, entity_row> entities_;
@@ -164,6 +165,7 @@ private:
     struct data {
         std::map<std::uint64_t, std::uint32_t> applies;
         std::map<std::uint64_t, std::uint64_t> marks;
+        std::map<std::uint64_t, std::uint64_t> late_marks;
         std::vector<core::op> edge_applies;
         std::map<counter_key, counter_cell> counters;
         std::map<entity_key, entity_row> entities;

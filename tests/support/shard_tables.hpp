@@ -15,4 +15,10 @@ namespace cairn::test {
 bool wait_for_table(const shard_endpoint& s, const std::string& db, const std::string& table,
                     std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
+// True once `sql` (run in database db, or none when db is empty) answers exactly one row whose first
+// column is `expected`; false after `timeout` (polled every 20 ms). For what cairnd writes on a shard
+// after the event a test can see (e.g. a mark written after the journal commit that traces show).
+bool wait_for_value(const shard_endpoint& s, const std::string& db, const std::string& sql, const std::string& expected,
+                    std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
 }  // namespace cairn::test

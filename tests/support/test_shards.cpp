@@ -107,15 +107,23 @@ void lock_database(const std::string& db) {
     held.insert(db);
 }
 
-bool wait_for_table(const shard_endpoint& s, const std::string& db, const std::string& table, std::chrono::milliseconds timeout) {
+bool wait_for_value(const shard_endpoint& s, const std::string& db, const std::string& sql, const std::string& expected,
+                    std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    const std::string sql = fmt::format(
-        "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{}' AND TABLE_NAME = '{}'", db, table);
     for (;;) {
-        if (auto r = query_sql(s, sql); r && !r.value().empty() && r.value().front() == "1") return true;
+        auto r = db.empty() ? query_sql(s, sql) : query_sql(s, sql, db);
+        if (r && r.value().size() == 1 && r.value().front() == expected) return true;
         if (std::chrono::steady_clock::now() >= deadline) return false;
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
+}
+
+bool wait_for_table(const shard_endpoint& s, const std::string& db, const std::string& table, std::chrono::milliseconds timeout) {
+    return wait_for_value(s, {},
+                          fmt::format("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{}' AND "
+                                      "TABLE_NAME = '{}'",
+                                      db, table),
+                          "1", timeout);
 }
 
 void fresh_database(const std::string& db) {

@@ -621,6 +621,72 @@ TEST(journal, a_cursor_is_rewound_only_when_asked_and_only_to_ops_still_kept) {
     EXPECT_EQ(j->cursor(0), 5u);
 }
 
+// Late applications (retries, re-injected dead letters) are numbered per shard as they commit; the
+// numbers survive a reopen and keep counting after retention deleted the entries, so a shard's late
+// mark never names a number that is given again.
+TEST(journal, late_applications_are_numbered_per_shard_and_the_numbers_never_repeat) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    auto o = test::test_options(dir.path(), wall);
+    o.retention = std::chrono::seconds(60);
+    o.shard_count = 2;
+    auto late = [&](std::uint32_t shard, std::vector<std::uint64_t> seqs) {
+        apply_outcome out;
+        out.shard = shard;
+        for (auto seq : seqs) out.put_late.push_back({shard, 999, seq, wall.now(), "op " + std::to_string(seq)});
+        return out;
+    };
+    auto numbers = [](const std::vector<late_apply>& v) {
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> out;  // (number, seq)
+        for (const auto& l : v) out.emplace_back(l.number, l.seq);
+        return out;
+    };
+    using pairs = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+    {
+        auto j = std::move(journal::open(o, clock).value());
+        EXPECT_EQ(j->late_last(0), 0u);
+        EXPECT_TRUE(j->list_late(0, 0, 10).value().empty());
+        ASSERT_TRUE(commit_sync(*j, late(0, {4, 2})));
+        ASSERT_TRUE(commit_sync(*j, late(1, {3})));
+        // Two outcomes of one shard in one group: numbered in queue order, after each other.
+        test::writer_gate gate(*j);
+        test::collector<appended> appended_first;
+        j->append(make_ops(1, clock), {}, appended_first.callback(0));
+        gate.wait_entered();
+        test::collector<void> c;
+        j->commit_outcome(late(0, {7}), c.callback(0));
+        j->commit_outcome(late(0, {9, 8}), c.callback(1));
+        gate.release();
+        ASSERT_TRUE(c.get(0));
+        ASSERT_TRUE(c.get(1));
+        EXPECT_EQ(j->late_last(0), 5u);
+        EXPECT_EQ(j->late_last(1), 1u);
+        EXPECT_EQ(numbers(j->list_late(0, 0, 10).value()), (pairs{{1, 4}, {2, 2}, {3, 7}, {4, 9}, {5, 8}}));
+        EXPECT_EQ(numbers(j->list_late(0, 3, 10).value()), (pairs{{4, 9}, {5, 8}}));
+        EXPECT_EQ(numbers(j->list_late(0, 0, 2).value()), (pairs{{1, 4}, {2, 2}}));
+        EXPECT_TRUE(j->list_late(0, 5, 10).value().empty());
+        EXPECT_EQ(numbers(j->list_late(1, 0, 10).value()), (pairs{{1, 3}}));
+        EXPECT_EQ(j->list_late(0, 0, 1).value().front().op_bytes, "op 4");
+        // Another shard's entry in an outcome is refused, and nothing of it is written.
+        auto wrong = late(0, {11});
+        wrong.put_late.front().shard = 1;
+        EXPECT_EQ(commit_sync(*j, wrong).error(), core::errc::bad_request);
+        EXPECT_EQ(j->late_last(0), 5u);
+    }
+    auto j = std::move(journal::open(o, clock).value());
+    EXPECT_EQ(j->late_last(0), 5u);  // kept across a reopen
+    EXPECT_EQ(j->list_late(0, 0, 10).value().size(), 5u);
+    // Older than the retention: deleted; the next number still follows the last one given.
+    wall.advance(61'000);
+    ASSERT_TRUE(append_sync(*j, make_ops(1, clock)));  // retention runs before each group
+    EXPECT_TRUE(j->list_late(0, 0, 10).value().empty());
+    EXPECT_TRUE(j->list_late(1, 0, 10).value().empty());
+    ASSERT_TRUE(commit_sync(*j, late(0, {12})));
+    EXPECT_EQ(numbers(j->list_late(0, 0, 10).value()), (pairs{{6, 12}}));
+    EXPECT_EQ(j->late_last(0), 6u);
+}
+
 TEST(journal_death, a_cursor_is_never_rewound_past_what_retention_deleted) {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     test::temp_dir dir;

@@ -58,6 +58,13 @@ RC_GTEST_PROP(record_codec, edit_round_trips, (std::uint32_t shard, std::uint64_
     RC_ASSERT(!decode_task(encode_edit(e)));
 }
 
+RC_GTEST_PROP(record_codec, late_round_trips, (std::uint32_t shard, std::uint64_t number, std::uint64_t seq, std::uint64_t at)) {
+    const late_apply l{shard, number, seq, at, *rc::gen::container<std::string>(rc::gen::arbitrary<char>())};
+    RC_ASSERT(decode_late(encode_late(l)).value() == l);
+    RC_ASSERT(!decode_dead(encode_late(l)));
+    RC_ASSERT(!decode_task(encode_late(l)));
+}
+
 // A record changed in one byte, cut, or grown decodes to journal_corrupt, or to a value that is
 // stable: its encoding decodes to itself again (msgpack may spell one number in several widths,
 // so the bytes themselves need not be the same; the value is what the journal trusts).
@@ -65,7 +72,8 @@ RC_GTEST_PROP(record_codec, mutated_records_fail_cleanly_or_decode_to_a_stable_v
     auto t = *gen_task();
     bound_history(t);
     std::string bytes =
-        *rc::gen::element(encode_task(t), encode_dead(dead_letter{t, 7}), encode_edit(op_edit{t.shard, t.seq, 9, 3, t.op_bytes}));
+        *rc::gen::element(encode_task(t), encode_dead(dead_letter{t, 7}), encode_edit(op_edit{t.shard, t.seq, 9, 3, t.op_bytes}),
+                          encode_late(late_apply{t.shard, 5, t.seq, 9, t.op_bytes}));
     const auto at = *rc::gen::inRange<std::size_t>(0, bytes.size());
     switch (*rc::gen::inRange(0, 3)) {
         case 0: bytes[at] = *rc::gen::arbitrary<char>(); break;
@@ -88,13 +96,19 @@ RC_GTEST_PROP(record_codec, mutated_records_fail_cleanly_or_decode_to_a_stable_v
     } else {
         RC_ASSERT(edit.error() == core::errc::journal_corrupt);
     }
+    if (auto late = decode_late(s)) {
+        RC_ASSERT(decode_late(encode_late(late.value())).value() == late.value());
+    } else {
+        RC_ASSERT(late.error() == core::errc::journal_corrupt);
+    }
 }
 
 RC_GTEST_PROP(record_codec, garbage_never_throws, (std::string bytes)) {
     const std::span<const char> s(bytes.data(), bytes.size());
     auto error_of = [](const auto& r) { return r ? core::error_code{} : r.error(); };
     for (const auto& ec :
-         {error_of(decode_task(s)), error_of(decode_dead(s)), error_of(decode_idem(s)), error_of(decode_edit(s))}) {
+         {error_of(decode_task(s)), error_of(decode_dead(s)), error_of(decode_idem(s)), error_of(decode_edit(s)),
+          error_of(decode_late(s))}) {
         RC_ASSERT(!ec || ec == core::errc::journal_corrupt);
     }
 }
