@@ -575,46 +575,39 @@ struct journal::impl {
             }
         }
         if (rc == MDB_NOTFOUND) rc = 0;
-        // Edits (operator actions, few): those older than the retention, in key order.
+        // Records of a small table (few: operator actions, successful retries) made longer ago than the
+        // retention, walking all of it in key order: time_of(bytes) is the record's time, nullopt for a
+        // record that does not decode (deleted too).
+        const auto delete_old = [&](MDB_dbi dbi, auto time_of, std::size_t& deleted) {
+            if (rc != 0) return;
+            detail::cursor c;
+            rc = c.open(t, dbi);
+            std::string_view k;
+            std::string_view v;
+            if (rc == 0) rc = c.get(k, v, MDB_FIRST);
+            while (rc == 0 && budget > 0) {
+                const std::optional<std::uint64_t> at = time_of(std::span(v.data(), v.size()));
+                if (!at || old(*at)) {
+                    if (rc = c.del(); rc != 0) break;
+                    ++deleted;
+                    --budget;
+                }
+                // After a delete the cursor stands on the next record; MDB_NEXT returns it.
+                rc = c.get(k, v, MDB_NEXT);
+            }
+            if (rc == MDB_NOTFOUND) rc = 0;
+        };
         std::size_t edits_deleted = 0;
-        if (rc == 0) {
-            detail::cursor c;
-            rc = c.open(t, db.edits);
-            std::string_view k;
-            std::string_view v;
-            if (rc == 0) rc = c.get(k, v, MDB_FIRST);
-            while (rc == 0 && budget > 0) {
-                auto e = detail::decode_edit(std::span(v.data(), v.size()));
-                if (!e || old(e.value().edited_ms)) {
-                    if (rc = c.del(); rc != 0) break;
-                    ++edits_deleted;
-                    --budget;
-                }
-                // After a delete the cursor stands on the next record; MDB_NEXT returns it.
-                rc = c.get(k, v, MDB_NEXT);
-            }
-        }
-        if (rc == MDB_NOTFOUND) rc = 0;
-        // Late applications: those applied longer ago than the retention (numbers keep counting in meta).
+        delete_old(db.edits, [](std::span<const char> b) {
+            auto e = detail::decode_edit(b);
+            return e ? std::optional<std::uint64_t>(e.value().edited_ms) : std::nullopt;
+        }, edits_deleted);
+        // Late applications: the numbers keep counting in meta.
         std::size_t late_deleted = 0;
-        if (rc == 0) {
-            detail::cursor c;
-            rc = c.open(t, db.late);
-            std::string_view k;
-            std::string_view v;
-            if (rc == 0) rc = c.get(k, v, MDB_FIRST);
-            while (rc == 0 && budget > 0) {
-                auto l = detail::decode_late(std::span(v.data(), v.size()));
-                if (!l || old(l.value().applied_ms)) {
-                    if (rc = c.del(); rc != 0) break;
-                    ++late_deleted;
-                    --budget;
-                }
-                // After a delete the cursor stands on the next record; MDB_NEXT returns it.
-                rc = c.get(k, v, MDB_NEXT);
-            }
-        }
-        if (rc == MDB_NOTFOUND) rc = 0;
+        delete_old(db.late, [](std::span<const char> b) {
+            auto l = detail::decode_late(b);
+            return l ? std::optional<std::uint64_t>(l.value().applied_ms) : std::nullopt;
+        }, late_deleted);
         retention_more = budget == 0;
         if (rc == 0 && ops_deleted + keys_deleted + edits_deleted + late_deleted == 0) return;  // t aborts: nothing to commit
         if (rc == 0) rc = t.commit();

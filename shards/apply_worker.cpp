@@ -388,6 +388,21 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_check_mark(apply
     co_return step_outcome::progressed;
 }
 
+journal::error_task apply_worker::first_failure(std::uint64_t seq, std::string op_bytes, std::string error,
+                                                std::string_view what) {
+    journal::error_task task;
+    task.shard = opts_.shard;
+    task.seq = seq;
+    task.attempts = 1;
+    task.first_failed_ms = now_ms();
+    task.due_ms = task.first_failed_ms + static_cast<std::uint64_t>(retry_delay(1).count());
+    task.errors.push_back(std::move(error));
+    task.op_bytes = std::move(op_bytes);
+    spdlog::warn("shard {}: op seq {}{} failed: {}; queued for retry", opts_.shard, seq, what, task.errors.back());
+    m_errors_queued_.inc();
+    return task;
+}
+
 asio::awaitable<apply_worker::step_outcome> apply_worker::async_reapply_late(apply_session& s) {
     const core::shard_index shard = opts_.shard;
     const std::uint64_t last = journal_.late_last(shard);
@@ -438,18 +453,10 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_reapply_late(app
                 co_return step_outcome::outage;
             }
             if (!r) {
-                journal::error_task task;
-                task.shard = shard;
-                task.seq = l.seq;
-                task.attempts = 1;
-                task.first_failed_ms = now_ms();
-                task.due_ms = task.first_failed_ms + static_cast<std::uint64_t>(retry_delay(1).count());
-                task.errors.push_back(decoded ? s.describe(r.error()) : "the stored op does not decode: " + r.error().message());
-                task.op_bytes = std::move(l.op_bytes);
-                spdlog::warn("shard {}: op seq {} (applied late before) failed: {}; queued for retry", shard, task.seq,
-                             task.errors.back());
-                requeue.put_errors.push_back(std::move(task));
-                m_errors_queued_.inc();
+                requeue.put_errors.push_back(first_failure(
+                    l.seq, std::move(l.op_bytes),
+                    decoded ? s.describe(r.error()) : "the stored op does not decode: " + r.error().message(),
+                    " (applied late before)"));
             } else {
                 m_late_reapplied_.inc();
             }
@@ -552,17 +559,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
                     note_outage("applying an op", s.describe(r1.error()));
                     co_return step_outcome::outage;
                 }
-                journal::error_task task;
-                task.shard = shard;
-                task.seq = mine_seqs[i];
-                task.attempts = 1;
-                task.first_failed_ms = now_ms();
-                task.due_ms = task.first_failed_ms + static_cast<std::uint64_t>(retry_delay(1).count());
-                task.errors.push_back(s.describe(r1.error()));
-                task.op_bytes = core::encode_op(*mine[i]);
-                spdlog::warn("shard {}: op seq {} failed: {}; queued for retry", shard, task.seq, task.errors.back());
-                outcome.put_errors.push_back(std::move(task));
-                m_errors_queued_.inc();
+                outcome.put_errors.push_back(first_failure(mine_seqs[i], core::encode_op(*mine[i]), s.describe(r1.error()), ""));
             }
         }
         // Before the cursor commit: were the mark written and the commit lost, the batch is applied

@@ -30,6 +30,8 @@
 #include <random>
 #include <set>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace cairn::journal {
@@ -140,6 +142,9 @@ private:
     // `detail` is the failure as the target or session describes it (the server's own reason).
     void note_outage(std::string_view what, const std::string& detail);
     std::chrono::milliseconds retry_delay(std::uint32_t attempts);
+    // The error task of an op's first failure on the healthy shard (logged and counted); `what` is
+    // added to the log line after the seq.
+    journal::error_task first_failure(std::uint64_t seq, std::string op_bytes, std::string error, std::string_view what);
     std::uint64_t now_ms() const;
     // Wakes the waiters whose seq is now applied (all of them when stopping).
     void wake_waiters();

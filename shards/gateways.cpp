@@ -92,34 +92,43 @@ asio::awaitable<core::result<void>> async_create_gateway_schema(mariadb_conn& co
     co_return co_await conn.async_execute(create_leases_sql);
 }
 
-asio::awaitable<core::result<void>> async_write_applied_mark(mariadb_conn& conn, std::uint64_t node_id,
-                                                             std::uint64_t seq) {
-    const std::array<sql_param, 2> params{node_id, seq};
-    auto r = co_await conn.async_query_prepared(write_mark_sql, params);
+namespace {
+
+// A mark (applied or late) of node_id: raised to value by `sql`, read by `sql` (0 when there is no row).
+asio::awaitable<core::result<void>> async_raise_mark(mariadb_conn& conn, std::string_view sql, std::uint64_t node_id,
+                                                     std::uint64_t value) {
+    const std::array<sql_param, 2> params{node_id, value};
+    auto r = co_await conn.async_query_prepared(sql, params);
     if (!r) co_return r.error();
     co_return core::success();
 }
 
-asio::awaitable<core::result<std::uint64_t>> async_read_applied_mark(mariadb_conn& conn, std::uint64_t node_id) {
+asio::awaitable<core::result<std::uint64_t>> async_read_mark_row(mariadb_conn& conn, std::string_view sql,
+                                                                 std::uint64_t node_id) {
     const std::array<sql_param, 1> params{node_id};
-    auto r = co_await conn.async_query_prepared(read_mark_sql, params);
+    auto r = co_await conn.async_query_prepared(sql, params);
     if (!r) co_return r.error();
     co_return r.value().size() == 0 ? std::uint64_t{0} : r.value().uint64_at(0, 0);
+}
+
+}  // namespace
+
+asio::awaitable<core::result<void>> async_write_applied_mark(mariadb_conn& conn, std::uint64_t node_id,
+                                                             std::uint64_t seq) {
+    co_return co_await async_raise_mark(conn, write_mark_sql, node_id, seq);
+}
+
+asio::awaitable<core::result<std::uint64_t>> async_read_applied_mark(mariadb_conn& conn, std::uint64_t node_id) {
+    co_return co_await async_read_mark_row(conn, read_mark_sql, node_id);
 }
 
 asio::awaitable<core::result<void>> async_write_late_mark(mariadb_conn& conn, std::uint64_t node_id,
                                                           std::uint64_t number) {
-    const std::array<sql_param, 2> params{node_id, number};
-    auto r = co_await conn.async_query_prepared(write_late_mark_sql, params);
-    if (!r) co_return r.error();
-    co_return core::success();
+    co_return co_await async_raise_mark(conn, write_late_mark_sql, node_id, number);
 }
 
 asio::awaitable<core::result<std::uint64_t>> async_read_late_mark_of(mariadb_conn& conn, std::uint64_t node_id) {
-    const std::array<sql_param, 1> params{node_id};
-    auto r = co_await conn.async_query_prepared(read_late_mark_sql, params);
-    if (!r) co_return r.error();
-    co_return r.value().size() == 0 ? std::uint64_t{0} : r.value().uint64_at(0, 0);
+    co_return co_await async_read_mark_row(conn, read_late_mark_sql, node_id);
 }
 
 asio::awaitable<core::result<std::vector<std::pair<std::uint64_t, std::uint64_t>>>> async_read_applied_marks(

@@ -34,31 +34,21 @@ public:
         co_return shard_.statement(ctx, shard, ops);
     }
 
-    // No fault is drawn here, so that seeds keep replaying the schedules they found.
+    // No fault is drawn in the marks' statements, so that seeds keep replaying the schedules they found.
     asio::awaitable<core::result<void>> async_mark_applied(std::uint64_t node_id, std::uint64_t seq) override {
-        if (shard_.down_) co_return core::errc::shard_unavailable;
-        auto& mark = shard_.marks_[node_id];
-        mark = std::max(mark, seq);
-        co_return core::success();
+        co_return raise(shard_.marks_, node_id, seq);
     }
 
     asio::awaitable<core::result<std::uint64_t>> async_read_mark(std::uint64_t node_id) override {
-        if (shard_.down_) co_return core::errc::shard_unavailable;
-        const auto it = shard_.marks_.find(node_id);
-        co_return it == shard_.marks_.end() ? std::uint64_t{0} : it->second;
+        co_return read(shard_.marks_, node_id);
     }
 
     asio::awaitable<core::result<void>> async_mark_late(std::uint64_t node_id, std::uint64_t number) override {
-        if (shard_.down_) co_return core::errc::shard_unavailable;
-        auto& mark = shard_.late_marks_[node_id];
-        mark = std::max(mark, number);
-        co_return core::success();
+        co_return raise(shard_.late_marks_, node_id, number);
     }
 
     asio::awaitable<core::result<std::uint64_t>> async_read_late_mark(std::uint64_t node_id) override {
-        if (shard_.down_) co_return core::errc::shard_unavailable;
-        const auto it = shard_.late_marks_.find(node_id);
-        co_return it == shard_.late_marks_.end() ? std::uint64_t{0} : it->second;
+        co_return read(shard_.late_marks_, node_id);
     }
 
     std::string describe(const core::error_code& ec) const override {
@@ -66,6 +56,19 @@ public:
     }
 
 private:
+    using marks = std::map<std::uint64_t, std::uint64_t>;
+    core::result<void> raise(marks& m, std::uint64_t node_id, std::uint64_t value) {
+        if (shard_.down_) return core::errc::shard_unavailable;
+        auto& mark = m[node_id];
+        mark = std::max(mark, value);
+        return core::success();
+    }
+    core::result<std::uint64_t> read(const marks& m, std::uint64_t node_id) const {
+        if (shard_.down_) return core::errc::shard_unavailable;
+        const auto it = m.find(node_id);
+        return it == m.end() ? std::uint64_t{0} : it->second;
+    }
+
     memory_shard& shard_;
 };
 
