@@ -5,7 +5,13 @@
 // Input: a flags byte, then frames separated by the 4 bytes 1E 1E 1E 1E; a frame's first byte
 // chooses its type (even: text, odd: binary), the rest is its payload. Flags bit 0: close the
 // connection right after sending (requests still in flight when it closes), else wait for the
-// answers first. What must hold:
+// answers first.
+//
+// One connection serves many inputs (connecting and upgrading costed more than most inputs do): an
+// input that waits for its answers leaves nothing running on it, so the next input finds the session
+// as a new one would be. The harness opens a new connection after an input that closed it (flag bit
+// 0), that the gateway closed (e.g. 1009), or that started a subscription (an answer with "event":
+// it stays on the connection), and every 256 inputs. What must hold:
 //   - the gateway never crashes (ASan, UBSan) and never hangs: every frame gets its answer (or the
 //     gateway closes the connection, e.g. 1009 for a frame over its size) within 8 s;
 //   - every answer is an object with "id" and an integer "status" (JSON for a text frame, msgpack
@@ -19,6 +25,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,10 +57,12 @@ std::vector<frame> split_frames(std::string_view in) {
     return out;
 }
 
-void check_answer(const cairn::test::ws_frame& f) {
+// Checks an answer; true if it is a subscription's event (the subscription goes on).
+bool check_answer(const cairn::test::ws_frame& f) {
     const auto a = f.binary ? nlohmann::json::from_msgpack(f.data, true, false) : nlohmann::json::parse(f.data, nullptr, false);
     if (a.is_discarded() || !a.is_object()) fail("an answer that is not a " + std::string(f.binary ? "msgpack" : "JSON") + " object: " + f.data);
     if (!a.contains("id") || !a.contains("status") || !a["status"].is_number_integer()) fail("an answer without id or status: " + a.dump());
+    return a.contains("event");
 }
 
 }  // namespace
@@ -63,25 +72,38 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const bool close_at_once = (data[0] & 1) != 0;
     const auto frames = split_frames(std::string_view(reinterpret_cast<const char*>(data + 1), size - 1));
 
-    cairn::test::ws_client ws(cairn::fuzz::gateway_port(), std::chrono::seconds(8));
-    if (auto r = ws.connect(std::string(cairn::fuzz::admin_token)); !r) fail("the upgrade failed: " + r.error().message() + " (HTTP status " + std::to_string(ws.handshake_status()) + "; " + cairn::fuzz::gateway_vitals() + ")");
+    static std::unique_ptr<cairn::test::ws_client> ws;
+    static std::uint64_t inputs_on_it = 0;
+    if (!ws) {
+        ws = std::make_unique<cairn::test::ws_client>(cairn::fuzz::gateway_port(), std::chrono::seconds(8));
+        if (auto r = ws->connect(std::string(cairn::fuzz::admin_token)); !r) fail("the upgrade failed: " + r.error().message() + " (HTTP status " + std::to_string(ws->handshake_status()) + "; " + cairn::fuzz::gateway_vitals() + ")");
+        inputs_on_it = 0;
+    }
+    bool keep = !close_at_once && ++inputs_on_it < 256;
     std::size_t sent = 0;
     for (const auto& f : frames) {
-        auto r = f.binary ? ws.send_binary(f.payload) : ws.send_text(f.payload);
-        if (!r) break;  // the gateway closed the connection (e.g. a frame over its size)
+        auto r = f.binary ? ws->send_binary(f.payload) : ws->send_text(f.payload);
+        if (!r) {
+            keep = false;  // the gateway closed the connection (e.g. a frame over its size)
+            break;
+        }
         ++sent;
     }
     if (!close_at_once) {
         for (std::size_t answers = 0; answers < sent; ++answers) {
-            auto a = ws.read();
+            auto a = ws->read();
             if (!a) {
                 if (a.error() == cairn::core::errc::timeout) fail("no answer within 8 s");
-                break;  // closed by the gateway
+                keep = false;  // closed by the gateway
+                break;
             }
-            check_answer(a.value());
+            if (check_answer(a.value())) keep = false;  // a subscription runs on it
         }
     }
-    ws.close();
+    if (!keep) {
+        ws->close();
+        ws.reset();
+    }
     cairn::fuzz::check_still_serving("ws_dispatch_fuzz");
     return 0;
 }
