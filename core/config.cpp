@@ -359,6 +359,7 @@ config_result parse_config(std::string_view text, std::string_view source_name) 
         r.integer("page_limit_max", c.lim.page_limit_max, 1, 100'000);
         r.integer("set_scan_rows_max", c.lim.set_scan_rows_max, 1, 100'000'000);
         r.duration("applied_wait_max_ms", c.lim.applied_wait_max, 0, 3'600'000);
+        r.duration("replica_staleness_max_ms", c.lim.replica_staleness_max, 0, 86'400'000);
         r.duration("stop_drain_ms", c.lim.stop_drain, 0, 600'000);
         r.duration("stop_timeout_ms", c.lim.stop_timeout, 100, 3'600'000);
         r.check_unknown();
@@ -386,8 +387,29 @@ config_result parse_config(std::string_view text, std::string_view source_name) 
                 r.string("user", s.user);
                 r.string("password", s.password, true);
                 r.string("database", s.database);
+                r.skip("replicas");
                 r.check_unknown();
                 first_error(r.error());
+                if (const toml::node* rn = t->get("replicas")) {
+                    const toml::array* ra = rn->as_array();
+                    if (!ra) first_error(fmt::format("shards[{}].replicas: must be an array of tables ([[shards.replicas]])", i));
+                    for (std::size_t j = 0; ra && j < ra->size(); ++j) {
+                        const toml::table* rt = (*ra)[j].as_table();
+                        if (!rt) {
+                            first_error(fmt::format("shards[{}].replicas[{}]: must be a table", i, j));
+                            break;
+                        }
+                        replica_config rc;
+                        table_reader rr(*rt, fmt::format("shards[{}].replicas[{}]", i, j));
+                        rr.string("host", rc.host);
+                        rr.integer("port", rc.port, 1, 65535);
+                        rr.check_unknown();
+                        first_error(rr.error());
+                        if (rc.host.empty()) first_error(fmt::format("shards[{}].replicas[{}].host: required", i, j));
+                        s.replicas.push_back(std::move(rc));
+                    }
+                    if (s.replicas.size() > 16) first_error(fmt::format("shards[{}].replicas: at most 16", i));
+                }
                 c.shards.push_back(std::move(s));
             }
             if (c.shards.size() > 1024) first_error("shards: at most 1024 shards");
@@ -490,15 +512,22 @@ std::string config_to_toml(const config& c, bool redact_secrets) {
                                       {"page_limit_max", n(l.page_limit_max)},
                                       {"set_scan_rows_max", n(l.set_scan_rows_max)},
                                       {"applied_wait_max_ms", ms(l.applied_wait_max)},
+                                      {"replica_staleness_max_ms", ms(l.replica_staleness_max)},
                                       {"stop_drain_ms", ms(l.stop_drain)},
                                       {"stop_timeout_ms", ms(l.stop_timeout)}});
     toml::array shards;
     for (const auto& sh : c.shards) {
-        shards.push_back(toml::table{{"host", sh.host},
-                                     {"port", n(sh.port)},
-                                     {"user", sh.user},
-                                     {"password", secret(sh.password)},
-                                     {"database", sh.database}});
+        toml::table t{{"host", sh.host},
+                      {"port", n(sh.port)},
+                      {"user", sh.user},
+                      {"password", secret(sh.password)},
+                      {"database", sh.database}};
+        if (!sh.replicas.empty()) {
+            toml::array replicas;
+            for (const auto& rp : sh.replicas) replicas.push_back(toml::table{{"host", rp.host}, {"port", n(rp.port)}});
+            t.insert("replicas", std::move(replicas));
+        }
+        shards.push_back(std::move(t));
     }
     root.insert("shards", std::move(shards));
     if (!c.tokens.empty()) {

@@ -16,12 +16,21 @@
 
 namespace cairn::core {
 
+// A MariaDB replica of a shard (MariaDB's own replication, set up by the operator): reads without
+// ?after= may go to it while it is within limits.replica_staleness_max. User, password and database
+// are the shard's.
+struct replica_config {
+    std::string host;
+    std::uint16_t port = 3306;
+};
+
 struct shard_config {
     std::string host = "127.0.0.1";
     std::uint16_t port = 33061;
     std::string user = "cairn";
     std::string password = "cairn";
     std::string database = "cairn";
+    std::vector<replica_config> replicas;  // [[shards.replicas]]
 };
 
 // Each includes the ones below. none: a caller without a token, who may use only public routes

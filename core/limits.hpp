@@ -28,6 +28,9 @@ struct limits {
     std::size_t set_scan_rows_max = 100'000;          // rows one page of a set operation may read
     std::size_t page_limit_max = 1000;                 // edges in one page (?limit=)
     std::chrono::milliseconds applied_wait_max{30'000};  // longest ?after= / ?wait=applied wait (?timeout_ms=)
+    // A read without ?after= may be served by a shard's replica ([[shards.replicas]]) whose data is
+    // at most this old (measured by a heartbeat, docs/operations.md); 0: never from a replica.
+    std::chrono::milliseconds replica_staleness_max{1'000};
 
     // Journal
     std::size_t journal_queue_ops_max = 100'000;      // ops waiting for the writer

@@ -25,6 +25,12 @@ constexpr std::string_view create_late_marks_sql = R"(CREATE TABLE IF NOT EXISTS
   PRIMARY KEY (node_id)
 ) ENGINE=InnoDB COMMENT 'what a promoted replica lacks of the ops applied late (docs/operations.md)')";
 
+constexpr std::string_view create_heartbeats_sql = R"(CREATE TABLE IF NOT EXISTS heartbeats (
+  node_id BIGINT UNSIGNED NOT NULL COMMENT 'the gateway (its node_id)',
+  ts TIMESTAMP(6) NOT NULL COMMENT 'written on the primary every probe; read on its replicas, it says how old their data is',
+  PRIMARY KEY (node_id)
+) ENGINE=InnoDB COMMENT 'replica lag (shards/replicas.hpp)')";
+
 constexpr std::string_view write_late_mark_sql =
     "INSERT INTO late_marks (node_id, late, updated_at) VALUES (?, ?, NOW(6)) "
     "ON DUPLICATE KEY UPDATE updated_at = IF(VALUES(late) > late, NOW(6), updated_at), late = GREATEST(late, VALUES(late))";
@@ -89,6 +95,7 @@ std::string describe_duration(std::uint64_t ms) {
 asio::awaitable<core::result<void>> async_create_gateway_schema(mariadb_conn& conn) {
     if (auto r = co_await conn.async_execute(create_marks_sql); !r) co_return r;
     if (auto r = co_await conn.async_execute(create_late_marks_sql); !r) co_return r;
+    if (auto r = co_await conn.async_execute(create_heartbeats_sql); !r) co_return r;
     co_return co_await conn.async_execute(create_leases_sql);
 }
 

@@ -8,6 +8,8 @@
 //    letter; journal::late_apply) that gateway made here. Written after the applications it covers,
 //    so a replica promoted after a failover holds exactly the late applications through its late
 //    mark, and the apply worker applies the rest again from the journal.
+//  - heartbeats (every shard): per node id, the time of that gateway's last heartbeat, written on
+//    the primary and read on its replicas to know how old their data is (shards/replicas.hpp).
 //  - gateway_leases (shard 0): one row per node id naming the journal that holds it, renewed while
 //    the gateway runs. A second gateway with a node id another journal holds is refused; a new
 //    journal may take a node id over only when its last holder has been silent longer than counters
@@ -31,7 +33,7 @@ namespace cairn::shards {
 
 class mariadb_conn;
 
-// The three tables, if missing (every shard has them all; leases are used on shard 0 only). Errors: those of
+// The four tables, if missing (every shard has them all; leases are used on shard 0 only). Errors: those of
 // mariadb_conn.
 boost::asio::awaitable<core::result<void>> async_create_gateway_schema(mariadb_conn& conn);
 

@@ -5,6 +5,7 @@
 #include "shards/apply_worker.hpp"
 #include "shards/point_batcher.hpp"
 #include "shards/pool.hpp"
+#include "shards/replicas.hpp"
 #include "shards/shard_identity.hpp"
 
 #include <fmt/format.h>
@@ -23,6 +24,10 @@ shard::shard(boost::asio::any_io_executor ex, journal::journal& j, const core::s
         return async_check_shard_identity(c, index, count);
     };
     read_pool_->set_connection_check(check);
+    if (!opts.replicas.empty()) {
+        replicas_ = std::make_unique<replica_set>(ex, index_, std::move(opts.replicas), opts.lim.read_pool_connections,
+                                                  opts.lim.replica_staleness_max, j.node_id(), check, metrics);
+    }
     apply_pool_->set_connection_check(std::move(check));
     const core::labels shard_label{{"shard", std::to_string(index_)}};
     // get_batch_runners read connections at most carry combined point reads; pages and counts keep the rest.
@@ -52,6 +57,7 @@ shard::shard(boost::asio::any_io_executor ex, journal::journal& j, const core::s
 
 // The worker and the batcher use the pools: they go first.
 shard::~shard() {
+    replicas_.reset();
     worker_.reset();
     get_batcher_.reset();
     count_batcher_.reset();
@@ -59,6 +65,11 @@ shard::~shard() {
 }
 
 boost::asio::awaitable<core::result<lease>> shard::async_read_lease() { return read_pool_->async_acquire(); }
+
+boost::asio::awaitable<std::optional<lease>> shard::async_replica_lease() {
+    if (!replicas_) co_return std::nullopt;
+    co_return co_await replicas_->async_try_lease();
+}
 
 boost::asio::awaitable<bool> shard::async_wait_applied(std::uint64_t seq, std::chrono::milliseconds timeout) {
     return worker_->async_wait_applied(seq, timeout);
@@ -70,15 +81,20 @@ bool shard::paused() const noexcept { return worker_->paused(); }
 void shard::set_paused(bool paused) noexcept { worker_->set_paused(paused); }
 core::minute_window::totals shard::last_minute() const { return worker_->last_minute(); }
 void shard::notify() noexcept { worker_->notify(); }
-void shard::start() { worker_->start(); }
+void shard::start() {
+    worker_->start();
+    if (replicas_) replicas_->start(*read_pool_);
+}
 
 void shard::stop() {
     worker_->stop();
+    if (replicas_) replicas_->stop();
     read_pool_->close_all();
     apply_pool_->close_all();
 }
 
 void shard::abort() {
+    if (replicas_) replicas_->abort();
     read_pool_->shutdown();
     apply_pool_->shutdown();
 }

@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace cairn::journal {
 class journal;
@@ -36,6 +37,11 @@ namespace cairn::shards {
 
 class apply_target;
 class apply_worker;
+class replica_set;
+
+// Where a read may be served: the primary only (what must see a write: ?after=, the cleaner, the
+// lease), or a replica within the staleness bound when the shard has one.
+enum class read_source { primary, any };
 template <class Key, class Value>
 class point_batcher;
 struct node_count_key;
@@ -43,6 +49,7 @@ struct node_count_key;
 struct shard_options {
     core::shard_index index = 0;
     conn_params conn;
+    std::vector<conn_params> replicas;  // read sources within limits.replica_staleness_max (shards/replicas.hpp)
     core::limits lim;
     bool apply_paused = false;
     std::shared_ptr<const core::counter_catalog> counters;  // default: none declared
@@ -63,12 +70,24 @@ public:
 
     // A connection of the read pool (see pool::async_acquire for its errors and bounds).
     [[nodiscard]] boost::asio::awaitable<core::result<lease>> async_read_lease();
+    // A connection to a replica within the staleness bound; nullopt when there is none (or the shard
+    // has no replicas).
+    [[nodiscard]] boost::asio::awaitable<std::optional<lease>> async_replica_lease();
     // The one shape of a read: query(mariadb_conn&) -> awaitable<core::result<T>> run on a read
     // connection leased for it and given back when it ends; a failed lease is its error. query
     // is taken by reference (g++ 12 cannot copy a closure made inside a coroutine into another
-    // coroutine's frame): it must outlive the await, as the caller's frame does.
+    // coroutine's frame): it must outlive the await, as the caller's frame does. With
+    // read_source::any it runs on a replica within the staleness bound when there is one, and on
+    // the primary when that replica has gone away since its last probe.
     template <class Query>
-    auto async_read(const Query& query) -> std::invoke_result_t<const Query&, mariadb_conn&> {
+    auto async_read(const Query& query, read_source from = read_source::primary)
+        -> std::invoke_result_t<const Query&, mariadb_conn&> {
+        if (from == read_source::any) {
+            if (auto rl = co_await async_replica_lease()) {
+                auto r = co_await query(**rl);
+                if (r || (r.error() != core::errc::shard_unavailable && r.error() != core::errc::shard_timeout)) co_return r;
+            }
+        }
         auto l = co_await async_read_lease();
         if (!l) co_return l.error();
         co_return co_await query(*l.value());
@@ -108,6 +127,7 @@ private:
     std::unique_ptr<point_batcher<std::pair<std::int64_t, std::int64_t>, std::optional<core::edge_row>>> get_batcher_;
     std::unique_ptr<point_batcher<node_count_key, std::int64_t>> count_batcher_;
     std::unique_ptr<apply_worker> worker_;
+    std::unique_ptr<replica_set> replicas_;  // null: the shard has none
 };
 
 }  // namespace cairn::shards

@@ -18,6 +18,12 @@ shard_set::shard_set(boost::asio::any_io_executor ex, journal::journal& j, const
         shard_options o;
         o.index = i;
         o.conn = conn_params_of(cfg, i);
+        for (const auto& r : cfg.shards[i].replicas) {
+            conn_params p = o.conn;
+            p.host = r.host;
+            p.port = r.port;
+            o.replicas.push_back(std::move(p));
+        }
         o.lim = cfg.lim;
         o.apply_paused = cfg.apply_paused;
         o.counters = counters;

@@ -27,7 +27,9 @@ boost::asio::awaitable<response> async_read_shard(gateway& gw, const request& re
         std::vector<core::shard_index> needed(1, shard);
         if (auto p = co_await async_wait_after(gw, req, wait, std::move(needed))) co_return std::move(*p);
     }
-    auto r = co_await gw.shards.at(shard).async_read(query);
+    // What must see a write (?after=) is read on the primary; the rest may be served by a replica
+    // within limits.replica_staleness_max.
+    auto r = co_await gw.shards.at(shard).async_read(query, wait.after ? shards::read_source::primary : shards::read_source::any);
     if (!r) co_return shard_problem(req, r.error());
     co_return render(std::move(r).value());
 }

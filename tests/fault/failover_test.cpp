@@ -7,6 +7,7 @@
 // replica's applied mark behind the journal's cursor and applies the rest again from the journal.
 // Edge counts stay exact (a count is updated only with the rows it counts).
 #include "tests/support/e2e.hpp"
+#include "tests/support/own_servers.hpp"
 #include "tests/support/tcp_proxy.hpp"
 #include "tests/support/test_shards.hpp"
 
@@ -27,53 +28,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using edge_pairs = std::set<std::pair<std::int64_t, std::int64_t>>;
-
-// Two MariaDB servers of the test's own, with binary logging (scripts/shards start --log-bin), in
-// a temporary folder; stopped and removed at the end. Ports: CAIRN_FAILOVER_BASE_PORT + 1 and + 2
-// (default: 600 above the first test shard's base, clear of the test shards and scripts/bench's).
-class own_servers {
-public:
-    own_servers() {
-        const char* env = std::getenv("CAIRN_FAILOVER_BASE_PORT");
-        base_ = env && *env ? static_cast<std::uint16_t>(std::atoi(env))
-                            : static_cast<std::uint16_t>(test_shards().at(0).port + 600 - 1);
-        char templ[] = "/tmp/cairn-failover-XXXXXX";
-        if (::mkdtemp(templ) != nullptr) dir_ = templ;
-        started_ = !dir_.empty() && run_script(env_prefix() + "scripts/shards start --count 2 --log-bin") == 0;
-    }
-    ~own_servers() {
-        if (!dir_.empty()) {
-            (void)run_script(env_prefix() + "scripts/shards stop >/dev/null");
-            std::error_code ec;
-            std::filesystem::remove_all(dir_, ec);
-        }
-    }
-    own_servers(const own_servers&) = delete;
-    own_servers& operator=(const own_servers&) = delete;
-
-    bool started() const { return started_; }
-    shard_endpoint server(int i) const { return {"127.0.0.1", static_cast<std::uint16_t>(base_ + 1 + i)}; }
-    int stop(int i) const { return run_script(env_prefix() + fmt::format("scripts/shards stop --shard {}", i)); }
-
-private:
-    std::string env_prefix() const {
-        return fmt::format("CAIRN_SHARDS_DIR='{}' CAIRN_SHARD_BASE_PORT={} ", dir_, base_);
-    }
-    std::uint16_t base_ = 0;
-    std::string dir_;
-    bool started_ = false;
-};
-
-// Waits until pred() holds, checking every 50 ms; false after timeout.
-template <class Pred>
-bool wait_until(Pred pred, std::chrono::seconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!pred()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(50ms);
-    }
-    return true;
-}
 
 std::string scalar(const shard_endpoint& s, const std::string& sql, const std::string& db) {
     auto r = query_sql(s, sql, db);
@@ -118,15 +72,11 @@ TEST(failover, a_replica_promoted_after_its_primary_is_lost_ends_with_every_ackn
     CAIRN_REQUIRE_SHARDS(2u);
     const std::string db = "cairn_fault_failover";
     fresh_database(db);
-    own_servers servers;
+    own_servers servers(2, 600);
     ASSERT_TRUE(servers.started()) << "scripts/shards start --count 2 --log-bin failed";
     const shard_endpoint primary = servers.server(0);
     const shard_endpoint replica = servers.server(1);
-    ASSERT_TRUE(exec_sql(replica, {fmt::format("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={}, "
-                                               "MASTER_USER='cairn', MASTER_PASSWORD='cairn', MASTER_USE_GTID=slave_pos",
-                                               primary.port),
-                                   "START SLAVE"})
-                    .has_value());
+    ASSERT_TRUE(servers.replicate(1, 0));
     ASSERT_TRUE(exec_sql(primary, {"DROP DATABASE IF EXISTS " + db, "CREATE DATABASE " + db}).has_value());
 
     // cairnd's shard 1 is an address that points at the primary now and at the replica later.

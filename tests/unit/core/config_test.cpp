@@ -92,6 +92,36 @@ TEST(config, read_limits_have_defaults_and_bounds) {
     EXPECT_NE(bad.error().find("limits.page_limit_max"), std::string::npos) << bad.error();
 }
 
+// issue 16: a shard's replicas are tables under it, with a host and a port (the shard's credentials);
+// the staleness bound is a limit, 0 turning replica reads off.
+TEST(config, replicas_belong_to_their_shard_and_the_staleness_bound_has_a_default) {
+    auto d = parse_config("");
+    ASSERT_TRUE(d.has_value()) << d.error();
+    EXPECT_EQ(d.value().lim.replica_staleness_max, std::chrono::milliseconds(1'000));
+    EXPECT_TRUE(d.value().shards.at(0).replicas.empty());
+    auto c = parse_config(
+        "[limits]\nreplica_staleness_max_ms = 0\n"
+        "[[shards]]\nhost = '10.0.0.1'\n"
+        "[[shards]]\nhost = '10.0.0.2'\n[[shards.replicas]]\nhost = '10.0.0.3'\nport = 3307\n[[shards.replicas]]\nhost = '10.0.0.4'\n");
+    ASSERT_TRUE(c.has_value()) << c.error();
+    EXPECT_EQ(c.value().lim.replica_staleness_max, std::chrono::milliseconds(0));
+    EXPECT_TRUE(c.value().shards.at(0).replicas.empty());
+    ASSERT_EQ(c.value().shards.at(1).replicas.size(), 2u);
+    EXPECT_EQ(c.value().shards.at(1).replicas[0].host, "10.0.0.3");
+    EXPECT_EQ(c.value().shards.at(1).replicas[0].port, 3307);
+    EXPECT_EQ(c.value().shards.at(1).replicas[1].port, 3306);
+    for (const auto& [text, key] : std::vector<std::pair<std::string, std::string>>{
+             {"[[shards]]\n[[shards.replicas]]\nport = 3307\n", "shards[0].replicas[0].host"},
+             {"[[shards]]\n[[shards.replicas]]\nhost = 'a'\nuser = 'x'\n", "shards[0].replicas[0]"},
+             {"[[shards]]\n[[shards.replicas]]\nhost = 'a'\nport = 0\n", "shards[0].replicas[0].port"},
+             {"[[shards]]\nreplicas = 'a'\n", "shards[0].replicas"},
+             {"[limits]\nreplica_staleness_max_ms = -1\n", "limits.replica_staleness_max_ms"}}) {
+        auto bad = parse_config(text);
+        ASSERT_FALSE(bad.has_value()) << text;
+        EXPECT_NE(bad.error().find(key), std::string::npos) << text << ": " << bad.error();
+    }
+}
+
 // issue 13: tokens are long, unique and sendable; an error names the file and line, never the token.
 TEST(config, tokens_are_validated_and_never_printed) {
     const std::string good = "0123456789abcdef-GOOD";
@@ -171,7 +201,9 @@ TEST(config, the_effective_config_dumps_every_key_and_reads_back) {
         "[limits]", "body_bytes_max = 3001", "header_bytes_max = 3002", "connections_max = 3003", "batch_ops_max = 3004",
         "timeout_read_ms = 3005", "timeout_idle_ms = 3006", "ws_in_flight_max = 3007", "page_limit_max = 3008",
         "set_scan_rows_max = 3009", "applied_wait_max_ms = 3010", "stop_drain_ms = 3011", "stop_timeout_ms = 3012",
+        "replica_staleness_max_ms = 3013",
         "[[shards]]", "host = '10.1.1.1'", "port = 4001", "user = 'u1'", "password = 'secret-one'", "database = 'd1'",
+        "[[shards.replicas]]", "host = '10.1.1.9'", "port = 4009",
         "[[shards]]", "host = '10.1.1.2'", "port = 4002", "user = 'u2'", "password = ''", "database = 'd2'",
         "[[tokens]]", "token = 'token-writer-0123456789'", "role = 'write'",
         "[[tokens]]", "token = 'token-admin-0123456789'", "role = 'admin'",
@@ -195,7 +227,7 @@ TEST(config, the_effective_config_dumps_every_key_and_reads_back) {
         if (eq == std::string::npos || l.find('\'') != std::string::npos || l.find('[') != std::string::npos) continue;
         EXPECT_NE(dumped.find(l), std::string::npos) << l << " is not in\n" << dumped;
     }
-    for (const char* s : {"0.0.0.0", "c.pem", "ca.pem", "/tmp/j9", "10.1.1.2", "d2", "secret-one", "token-admin-0123456789",
+    for (const char* s : {"0.0.0.0", "c.pem", "ca.pem", "/tmp/j9", "10.1.1.2", "d2", "10.1.1.9", "4009", "secret-one", "token-admin-0123456789",
                           "by_country", "country", "trips", "place", "debug"}) {
         EXPECT_NE(dumped.find(s), std::string::npos) << s << " is not in\n" << dumped;
     }
