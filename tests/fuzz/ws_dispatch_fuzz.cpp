@@ -28,6 +28,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -74,9 +75,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
     static std::unique_ptr<cairn::test::ws_client> ws;
     static std::uint64_t inputs_on_it = 0;
-    if (!ws) {
+    // A failed upgrade is tried twice more, 100 ms apart (a long campaign once met a moment where
+    // the machine's loopback connects failed for every process at once); the third failure stops.
+    for (int attempt = 0; !ws; ++attempt) {
         ws = std::make_unique<cairn::test::ws_client>(cairn::fuzz::gateway_port(), std::chrono::seconds(8));
-        if (auto r = ws->connect(std::string(cairn::fuzz::admin_token)); !r) fail("the upgrade failed: " + r.error().message() + " (HTTP status " + std::to_string(ws->handshake_status()) + "; " + cairn::fuzz::gateway_vitals() + ")");
+        if (auto r = ws->connect(std::string(cairn::fuzz::admin_token)); !r) {
+            if (attempt == 2) fail("the upgrade failed: " + r.error().message() + " (HTTP status " + std::to_string(ws->handshake_status()) + "; " + cairn::fuzz::gateway_vitals() + ")");
+            ws.reset();
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
         inputs_on_it = 0;
     }
     bool keep = !close_at_once && ++inputs_on_it < 256;

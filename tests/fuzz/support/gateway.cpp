@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -209,17 +210,25 @@ running* start() {
     return g;
 }
 
-// A connected socket to the gateway, closed when it goes out of scope.
+// A connected socket to the gateway, closed when it goes out of scope. A connect that fails is
+// tried twice more, 100 ms apart (a long campaign once met a moment where the machine's loopback
+// connects failed for every process at once); the third failure stops the harness, with errno.
 struct socket_fd {
     int fd = -1;
     socket_fd() {
-        fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) harness_broken("socket() failed");
         sockaddr_in a{};
         a.sin_family = AF_INET;
         a.sin_port = htons(gateway_port());
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) harness_broken("cannot connect to the gateway");
+        for (int attempt = 0;; ++attempt) {
+            fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            if (fd < 0) harness_broken(std::string("socket() failed: ") + std::strerror(errno));
+            if (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0) return;
+            const int e = errno;
+            ::close(fd);
+            if (attempt == 2) harness_broken(std::string("cannot connect to the gateway: ") + std::strerror(e) + " (" + gateway_vitals() + ")");
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
     }
     ~socket_fd() { ::close(fd); }
     socket_fd(const socket_fd&) = delete;
