@@ -122,6 +122,20 @@ int cmd_status(const settings& s) {
                         fmt::format("{} ({:.1f}%)", str(sh["failed_last_minute"]), sh["error_rate"].get<double>() * 100)});
     }
     print_table({"SHARD", "UP", "PAUSED", "APPLIED", "LAG", "ERROR QUEUE", "FAILED/MIN"}, rows);
+    // Replicas ([[shards.replicas]]): whether each serves reads now, and how old its data was.
+    rows.clear();
+    for (const auto& sh : st["shards"]) {
+        for (const auto& r : sh.value("replicas", json::array())) {
+            rows.push_back({str(sh["shard"]), str(r["replica"]), r["serving"].get<bool>() ? "yes" : "no",
+                            r["lag_ms"].is_null() ? "unknown" : duration_text(r["lag_ms"].get<std::uint64_t>()),
+                            r["probed_ms_ago"].is_null() ? "never" : duration_text(r["probed_ms_ago"].get<std::uint64_t>()) + " ago",
+                            str(sh["replica_reads"])});
+        }
+    }
+    if (!rows.empty()) {
+        std::cout << "\n";
+        print_table({"SHARD", "REPLICA", "SERVING", "BEHIND", "MEASURED", "SHARD'S REPLICA READS"}, rows);
+    }
     // Every gateway on these shards, and what each holds that the shards lack (docs/operations.md).
     if (st.contains("gateways")) {
         std::cout << "\n";

@@ -18,6 +18,7 @@
 #include "shards/gateways.hpp"
 #include "shards/journal_await.hpp"
 #include "shards/model_dispatch.hpp"
+#include "shards/replicas.hpp"
 #include "shards/shard_set.hpp"
 
 #include <nlohmann/json.hpp>
@@ -314,6 +315,17 @@ json render_status(gateway& gw) {
         min_applied = std::min(min_applied, applied);
         auto queued = gw.journal.list_errors(static_cast<std::uint32_t>(i), std::nullopt, errors_limit_max);
         const auto minute = w->last_minute();
+        json replicas = json::array();
+        std::uint64_t replica_reads = 0;
+        if (const auto* rs = w->replicas()) {
+            for (const auto& r : rs->status()) {
+                replicas.push_back(json{{"replica", r.name},
+                                        {"serving", r.serving},
+                                        {"lag_ms", r.lag_ms < 0 ? json(nullptr) : json(r.lag_ms)},
+                                        {"probed_ms_ago", r.probed_ms_ago < 0 ? json(nullptr) : json(r.probed_ms_ago)}});
+            }
+            replica_reads = rs->reads();
+        }
         shards.push_back(json{{"shard", i},
                               {"up", w->up()},
                               {"applied_seq", applied},
@@ -322,7 +334,9 @@ json render_status(gateway& gw) {
                               {"error_queue", queued ? json(queued.value().size()) : json(nullptr)},
                               {"applied_last_minute", minute.ok},
                               {"failed_last_minute", minute.failed},
-                              {"error_rate", minute.failed_fraction()}});
+                              {"error_rate", minute.failed_fraction()},
+                              {"replicas", std::move(replicas)},
+                              {"replica_reads", replica_reads}});
     }
     json oldest = nullptr;
     if (min_applied < st.last_seq) {

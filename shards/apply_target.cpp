@@ -78,8 +78,4 @@ private:
 
 std::unique_ptr<apply_target> make_mariadb_apply_target(pool& p) { return std::make_unique<mariadb_target>(p); }
 
-bool is_outage(const core::error_code& ec) noexcept {
-    return ec == core::errc::shard_unavailable || ec == core::errc::shard_timeout;
-}
-
 }  // namespace cairn::shards

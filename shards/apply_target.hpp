@@ -10,6 +10,7 @@
 #include "core/result.hpp"
 #include "core/shard_map.hpp"
 #include "shards/model_dispatch.hpp"
+#include "shards/outage.hpp"
 
 #include <boost/asio/awaitable.hpp>
 
@@ -86,8 +87,5 @@ public:
 
 // Sessions are leases of p's connections; p must outlive the target and its sessions.
 std::unique_ptr<apply_target> make_mariadb_apply_target(pool& p);
-
-// An outage: the shard was unreachable or timed out, so the op is not at fault.
-bool is_outage(const core::error_code& ec) noexcept;
 
 }  // namespace cairn::shards

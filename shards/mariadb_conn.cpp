@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <limits>
 #include <list>
 #include <mutex>
 #include <unordered_map>
@@ -100,22 +101,40 @@ std::optional<std::string_view> rows::at(std::size_t row, std::size_t col) const
     CAIRN_ASSERT(row < rows_);
     CAIRN_ASSERT(col < columns_);
     const cell& c = cells_[row * columns_ + col];
-    if (c.null) {
+    if (c.k == kind::null) {
         return std::nullopt;
     }
     return std::string_view(data_).substr(c.offset, c.bytes);
 }
 
 std::int64_t rows::int64_at(std::size_t row, std::size_t col) const {
-    const auto v = at(row, col);
-    CAIRN_ASSERT(v.has_value());
-    return parse_int64(*v);
+    CAIRN_ASSERT(row < rows_);
+    CAIRN_ASSERT(col < columns_);
+    const cell& c = cells_[row * columns_ + col];
+    switch (c.k) {
+        case kind::int64: return static_cast<std::int64_t>(c.bits);
+        case kind::uint64:
+            CAIRN_ASSERT(c.bits <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()));
+            return static_cast<std::int64_t>(c.bits);
+        case kind::null: CAIRN_ASSERT(c.k != kind::null); return 0;
+        case kind::text: break;
+    }
+    return parse_int64(std::string_view(data_).substr(c.offset, c.bytes));
 }
 
 std::uint64_t rows::uint64_at(std::size_t row, std::size_t col) const {
-    const auto v = at(row, col);
-    CAIRN_ASSERT(v.has_value());
-    return parse_uint64(*v);
+    CAIRN_ASSERT(row < rows_);
+    CAIRN_ASSERT(col < columns_);
+    const cell& c = cells_[row * columns_ + col];
+    switch (c.k) {
+        case kind::uint64: return c.bits;
+        case kind::int64:
+            CAIRN_ASSERT(static_cast<std::int64_t>(c.bits) >= 0);
+            return c.bits;
+        case kind::null: CAIRN_ASSERT(c.k != kind::null); return 0;
+        case kind::text: break;
+    }
+    return parse_uint64(std::string_view(data_).substr(c.offset, c.bytes));
 }
 
 void rows::start(std::size_t columns) {
@@ -132,12 +151,32 @@ void rows::push(std::optional<std::string_view> value) {
         c.bytes = value->size();
         data_.append(*value);
     } else {
-        c.null = true;
+        c.k = kind::null;
     }
     cells_.push_back(c);
     if (cells_.size() % columns_ == 0) {
         ++rows_;
     }
+}
+
+void rows::push_integer(kind k, std::uint64_t bits, std::string_view text) {
+    push(text);
+    cells_.back().k = k;
+    cells_.back().bits = bits;
+}
+
+void rows::push_int(std::int64_t value) {
+    char buf[24];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+    CAIRN_ASSERT(ec == std::errc{});
+    push_integer(kind::int64, static_cast<std::uint64_t>(value), std::string_view(buf, static_cast<std::size_t>(end - buf)));
+}
+
+void rows::push_uint(std::uint64_t value) {
+    char buf[24];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+    CAIRN_ASSERT(ec == std::errc{});
+    push_integer(kind::uint64, value, std::string_view(buf, static_cast<std::size_t>(end - buf)));
 }
 
 // ------------------------------------------------------------------------- classification
@@ -689,20 +728,41 @@ asio::awaitable<core::result<rows>> mariadb_conn::impl::async_prepared_step(std:
         if (err != 0) co_return co_await async_stmt_failed(deadline);
         MYSQL_RES* meta = mysql_stmt_result_metadata(stmt);
         if (meta == nullptr) co_return co_await async_stmt_failed(deadline);
-        // Every column is fetched as text into a buffer as long as its longest value, so that
-        // the rows look exactly like async_query's.
+        // Integer columns are fetched in binary, as 64-bit integers (signed or not as the column
+        // is); every other column as text into a buffer as long as its longest value. The rows
+        // look exactly like async_query's, and their integers need no parsing.
+        enum class as : std::uint8_t { text, int64, uint64 };
         std::vector<MYSQL_BIND> result(columns);
         std::vector<std::string> buffers(columns);
+        std::vector<std::uint64_t> integers(columns);
+        std::vector<as> kinds(columns, as::text);
         std::vector<unsigned long> out_lengths(columns);
         std::vector<my_bool> nulls(columns);
         const MYSQL_FIELD* fields = mysql_fetch_fields(meta);
         for (unsigned c = 0; c < columns; ++c) {
-            buffers[c].resize(std::max<unsigned long>(fields[c].max_length, 1) + 1);
-            result[c].buffer_type = MYSQL_TYPE_STRING;
-            result[c].buffer = buffers[c].data();
-            result[c].buffer_length = static_cast<unsigned long>(buffers[c].size());
             result[c].length = &out_lengths[c];
             result[c].is_null = &nulls[c];
+            switch (fields[c].type) {
+                case MYSQL_TYPE_TINY:
+                case MYSQL_TYPE_SHORT:
+                case MYSQL_TYPE_INT24:
+                case MYSQL_TYPE_LONG:
+                case MYSQL_TYPE_LONGLONG: {
+                    const bool is_unsigned = (fields[c].flags & UNSIGNED_FLAG) != 0;
+                    kinds[c] = is_unsigned ? as::uint64 : as::int64;
+                    result[c].buffer_type = MYSQL_TYPE_LONGLONG;
+                    result[c].is_unsigned = is_unsigned;
+                    result[c].buffer = &integers[c];
+                    result[c].buffer_length = sizeof integers[c];
+                    break;
+                }
+                default:
+                    buffers[c].resize(std::max<unsigned long>(fields[c].max_length, 1) + 1);
+                    result[c].buffer_type = MYSQL_TYPE_STRING;
+                    result[c].buffer = buffers[c].data();
+                    result[c].buffer_length = static_cast<unsigned long>(buffers[c].size());
+                    break;
+            }
         }
         mysql_free_result(meta);  // metadata only: no network
         if (mysql_stmt_bind_result(stmt, result.data()) != 0) co_return co_await async_stmt_failed(deadline);
@@ -715,8 +775,14 @@ asio::awaitable<core::result<rows>> mariadb_conn::impl::async_prepared_step(std:
             for (unsigned c = 0; c < columns; ++c) {
                 if (nulls[c]) {
                     out.push(std::nullopt);
-                } else {
-                    out.push(std::string_view(buffers[c].data(), std::min<std::size_t>(out_lengths[c], buffers[c].size())));
+                    continue;
+                }
+                switch (kinds[c]) {
+                    case as::int64: out.push_int(static_cast<std::int64_t>(integers[c])); break;
+                    case as::uint64: out.push_uint(integers[c]); break;
+                    case as::text:
+                        out.push(std::string_view(buffers[c].data(), std::min<std::size_t>(out_lengths[c], buffers[c].size())));
+                        break;
                 }
             }
         }

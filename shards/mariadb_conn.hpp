@@ -35,7 +35,9 @@ struct conn_params {
 };
 
 // A fully fetched result set, copied out of libmariadb: it does not refer to the connection
-// and may outlive it. Values are the text protocol's bytes, binary-safe.
+// and may outlive it. Values are the text protocol's bytes, binary-safe. The integer columns of a
+// prepared statement's result come in binary and are kept as integers too: int64_at/uint64_at
+// return them without parsing (the page and apply paths read most of their columns that way).
 class rows {
 public:
     rows() = default;
@@ -47,22 +49,29 @@ public:
     // Asserts that row < size() and col < columns().
     std::optional<std::string_view> at(std::size_t row, std::size_t col) const;
 
-    // The value parsed as a decimal integer. Asserts that it is not NULL, in range and
-    // well-formed: use these only on columns whose SQL type guarantees it.
+    // The value as an integer: the one pushed by push_int/push_uint, or the text parsed as a
+    // decimal integer. Asserts that it is not NULL, in range and well-formed: use these only on
+    // columns whose SQL type guarantees it.
     std::int64_t int64_at(std::size_t row, std::size_t col) const;
     std::uint64_t uint64_at(std::size_t row, std::size_t col) const;
 
     // Building (used by mariadb_conn; handy for fakes in tests): call start(columns) once,
-    // then push columns() values per row.
+    // then push columns() values per row. push_int/push_uint keep the integer and its decimal
+    // text (what at() returns, as the text protocol would have sent it).
     void start(std::size_t columns);
     void push(std::optional<std::string_view> value);
+    void push_int(std::int64_t value);
+    void push_uint(std::uint64_t value);
 
 private:
+    enum class kind : std::uint8_t { text, null, int64, uint64 };
     struct cell {
-        std::size_t offset = 0;
+        std::size_t offset = 0;  // into data_
         std::size_t bytes = 0;
-        bool null = false;
+        kind k = kind::text;
+        std::uint64_t bits = 0;  // the integer of an int64/uint64 cell
     };
+    void push_integer(kind k, std::uint64_t bits, std::string_view text);
     std::size_t rows_ = 0;
     std::size_t columns_ = 0;
     std::vector<cell> cells_;

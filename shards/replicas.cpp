@@ -150,6 +150,23 @@ asio::awaitable<std::optional<lease>> replica_set::async_try_lease() {
     co_return std::nullopt;
 }
 
+std::vector<replica_set::replica_status> replica_set::status() const {
+    std::vector<replica_status> out;
+    const std::int64_t now = steady_ms();
+    for (const auto& r : state_->replicas) {
+        replica_status s;
+        s.name = r->name;
+        s.lag_ms = r->lag_ms.load();
+        const std::int64_t at = r->probed_at_ms.load();
+        s.probed_ms_ago = at == 0 ? -1 : now - at;
+        s.serving = state_->staleness_max.count() > 0 && state_->usable(*r);
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+std::uint64_t replica_set::reads() const { return state_->m_reads->value(); }
+
 void replica_set::start(pool& primary) {
     if (state_->replicas.empty() || state_->staleness_max.count() == 0) return;
     state_->primary = &primary;

@@ -25,6 +25,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace cairn::shards {
@@ -45,6 +46,17 @@ public:
     // nullopt when none is (the caller reads from the primary). Counted in
     // cairn_shard_replica_reads_total when it is one.
     boost::asio::awaitable<std::optional<lease>> async_try_lease();
+
+    // What the probe last saw of each replica, in config order (admin status).
+    struct replica_status {
+        std::string name;              // host:port
+        std::int64_t lag_ms = -1;      // at the last probe; -1: unknown (unreachable, no heartbeat yet)
+        std::int64_t probed_ms_ago = -1;  // -1: never measured
+        bool serving = false;          // within the staleness bound now: reads may go there
+    };
+    std::vector<replica_status> status() const;
+    // Reads served by a replica of this shard since start.
+    std::uint64_t reads() const;
 
     // Starts the probe; primary is the shard's read pool (the heartbeat is written with it) and must
     // outlive stop().

@@ -17,6 +17,7 @@
 #include "core/result.hpp"
 #include "core/shard_map.hpp"
 #include "shards/mariadb_conn.hpp"
+#include "shards/outage.hpp"
 #include "shards/pool.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -73,6 +74,8 @@ public:
     // A connection to a replica within the staleness bound; nullopt when there is none (or the shard
     // has no replicas).
     [[nodiscard]] boost::asio::awaitable<std::optional<lease>> async_replica_lease();
+    // The shard's replicas as the probe last saw them (none when it has none); any thread.
+    const replica_set* replicas() const noexcept { return replicas_.get(); }
     // The one shape of a read: query(mariadb_conn&) -> awaitable<core::result<T>> run on a read
     // connection leased for it and given back when it ends; a failed lease is its error. query
     // is taken by reference (g++ 12 cannot copy a closure made inside a coroutine into another
@@ -85,7 +88,7 @@ public:
         if (from == read_source::any) {
             if (auto rl = co_await async_replica_lease()) {
                 auto r = co_await query(**rl);
-                if (r || (r.error() != core::errc::shard_unavailable && r.error() != core::errc::shard_timeout)) co_return r;
+                if (r || !is_outage(r.error())) co_return r;
             }
         }
         auto l = co_await async_read_lease();

@@ -6,6 +6,7 @@
 // it is served by the primary; once replication stops, the replica's data ages past
 // limits.replica_staleness_max_ms and reads go to the primary, until replication runs again.
 #include "core/shard_map.hpp"
+#include "tests/integration/cli_support.hpp"
 #include "tests/support/e2e.hpp"
 #include "tests/support/own_servers.hpp"
 #include "tests/support/test_shards.hpp"
@@ -35,6 +36,17 @@ std::vector<std::int64_t> page(std::uint16_t port, std::int64_t node, const std:
     std::vector<std::int64_t> out;
     const auto body = nlohmann::json::parse(r->body);
     for (const auto& e : body["edges"]) out.push_back(e["destination_id"].get<std::int64_t>());
+    return out;
+}
+// Shard 1's replica as GET /v1/admin/status shows it (null if it does not answer or shows none).
+nlohmann::json replica_status(std::uint16_t port) {
+    auto r = http_get(port, "/v1/admin/status");
+    if (!r || r->status != 200) return nullptr;
+    const auto j = nlohmann::json::parse(r->body, nullptr, false);
+    if (!j.is_object() || !j.contains("shards") || j["shards"].size() != 2 || j["shards"][1]["replicas"].size() != 1) return nullptr;
+    auto out = j["shards"][1]["replicas"][0];
+    out["shard_0_replicas"] = j["shards"][0]["replicas"].size();
+    out["replica_reads"] = j["shards"][1]["replica_reads"];
     return out;
 }
 
@@ -91,6 +103,18 @@ TEST(replica_reads, reads_without_after_are_served_by_a_replica_within_the_stale
     EXPECT_LE(fresh_lag, 1.0);
     // What must see a write is read on the primary.
     EXPECT_EQ(page(cairnd.port(), node, "?after=" + after), std::vector<std::int64_t>{1});
+    // The operator sees it: admin status and `cairn status` show the replica serving, its lag, and the reads.
+    const auto serving = replica_status(cairnd.port());
+    ASSERT_TRUE(serving.is_object());
+    EXPECT_EQ(serving["replica"], fmt::format("127.0.0.1:{}", replica.port)) << serving.dump();
+    EXPECT_EQ(serving["serving"], true) << serving.dump();
+    EXPECT_TRUE(serving["lag_ms"].is_number() && serving["lag_ms"].get<double>() <= 1000) << serving.dump();
+    EXPECT_GT(serving["replica_reads"].get<double>(), 0) << serving.dump();
+    EXPECT_EQ(serving["shard_0_replicas"], 0) << serving.dump();
+    const auto cli = run_cairn({"--url", fmt::format("http://127.0.0.1:{}", cairnd.port()), "status"});
+    EXPECT_EQ(cli.code, 0) << cli.err;
+    EXPECT_NE(cli.out.find("REPLICA"), std::string::npos) << cli.out;
+    EXPECT_NE(cli.out.find(fmt::format("127.0.0.1:{}", replica.port)), std::string::npos) << cli.out;
 
     // Replication stops: within the bound (1 s) plus a probe the replica's data is too old, and reads
     // go to the primary; none of them ever returned data older than the bound allows.
@@ -104,6 +128,8 @@ TEST(replica_reads, reads_without_after_are_served_by_a_replica_within_the_stale
     // plus the time since it passed the bound, so the gauge itself passes it a probe or so later).
     EXPECT_TRUE(wait_until([&] { return metric(cairnd.port(), lag).value_or(-2) > 1.0; }, 10s))
         << metric(cairnd.port(), lag).value_or(-2);
+    const auto behind = replica_status(cairnd.port());
+    EXPECT_EQ(behind["serving"], false) << behind.dump();
 
     // Replication runs again: the replica catches up and serves reads again.
     ASSERT_TRUE(exec_sql(replica, {"START SLAVE"}).has_value());
@@ -114,6 +140,9 @@ TEST(replica_reads, reads_without_after_are_served_by_a_replica_within_the_stale
     ASSERT_EQ(servers.stop(1), 0);
     ASSERT_TRUE(wait_until([&] { return page(cairnd.port(), node) == std::vector<std::int64_t>{1}; }, 30s));
     EXPECT_EQ(metric(cairnd.port(), lag).value_or(-2), -1.0);
+    const auto gone = replica_status(cairnd.port());
+    EXPECT_EQ(gone["serving"], false) << gone.dump();
+    EXPECT_TRUE(gone["lag_ms"].is_null()) << gone.dump();
     std::cout << fmt::format("replica reads: lag {:.3f} s while replicating; reads left the replica {} ms after "
                              "replication stopped\n",
                              fresh_lag, moved_after.count());

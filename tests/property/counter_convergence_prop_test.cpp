@@ -46,26 +46,7 @@ rc::Gen<core::op> gen_increment(const core::counter_metric& m, std::uint64_t now
     });
 }
 
-using table_rows = std::map<std::pair<std::string, std::vector<std::string>>, std::int64_t>;
-
-// The model: every distinct op once, summed per table and key. Zero sums are left out (a row
-// may exist at zero after negative deltas; absence and zero mean the same count).
-table_rows model_of(const core::counter_metric& m, const std::vector<core::op>& ops) {
-    table_rows out;
-    for (const auto& o : ops) {
-        const auto& c = std::get<core::counter_op>(o.body);
-        for (const auto& t : m.tables) {
-            std::vector<std::string> key;
-            for (int k : t.key) {
-                key.push_back(k == core::counter_key_time ? std::to_string(core::bucket_start_ms(c.time_ms, t.granularity))
-                                                          : c.dimensions[static_cast<std::size_t>(k)]);
-            }
-            out[{t.name, key}] += c.delta;
-        }
-    }
-    std::erase_if(out, [](const auto& kv) { return kv.second == 0; });
-    return out;
-}
+using table_rows = test::counter_rows;
 
 struct fixture {
     asio::io_context ioc;
@@ -145,7 +126,7 @@ TEST(counter_convergence, shuffled_duplicated_replayed_increments_count_once_on_
             }
             at += n;
         }
-        const auto expected = model_of(m, ops);
+        const auto expected = test::counter_model_of(m, ops);
         RC_ASSERT(fx.dump() == expected);
         // Every row on the shard of its track.
         for (std::uint32_t s = 0; s < 2; ++s) {

@@ -52,6 +52,11 @@ std::optional<simple_reply> http_connection::post(const std::string& target, con
     return to_simple(client_->send(http::verb::post, target, body, h));
 }
 
+std::optional<simple_reply> http_connection::send(const std::string& method, const std::string& target,
+                                                  const std::string& body) {
+    return to_simple(client_->send(http::string_to_verb(method), target, body, {{"Content-Type", "application/json"}}));
+}
+
 std::optional<nlohmann::json> readiness(std::uint16_t port) {
     auto r = http_get(port, "/readyz?verbose");
     if (!r) return std::nullopt;

@@ -36,6 +36,8 @@ public:
     explicit http_connection(std::uint16_t port) : client_(std::make_unique<http_client>(port)) {}
     std::optional<simple_reply> post(const std::string& target, const std::string& body,
                                      const std::map<std::string, std::string>& headers = {});
+    // Any method ("PUT", "DELETE", ...), a JSON body.
+    std::optional<simple_reply> send(const std::string& method, const std::string& target, const std::string& body);
 
 private:
     std::unique_ptr<http_client> client_;

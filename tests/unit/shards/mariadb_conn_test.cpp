@@ -132,11 +132,40 @@ TEST(mariadb_conn, rows_hold_nulls_and_binary_bytes) {
     EXPECT_EQ(moved.int64_at(1, 1), -7);
 }
 
+TEST(mariadb_conn, rows_keep_pushed_integers_with_their_text) {
+    rows r;
+    r.start(3);
+    r.push_int(std::numeric_limits<std::int64_t>::min());
+    r.push_uint(std::numeric_limits<std::uint64_t>::max());
+    r.push(std::string_view("12"));
+    r.push_int(-1);
+    r.push_uint(0);
+    r.push_int(42);
+    ASSERT_EQ(r.size(), 2u);
+    EXPECT_EQ(r.at(0, 0), std::optional<std::string_view>("-9223372036854775808"));
+    EXPECT_EQ(r.int64_at(0, 0), std::numeric_limits<std::int64_t>::min());
+    EXPECT_EQ(r.at(0, 1), std::optional<std::string_view>("18446744073709551615"));
+    EXPECT_EQ(r.uint64_at(0, 1), std::numeric_limits<std::uint64_t>::max());
+    EXPECT_EQ(r.int64_at(0, 2), 12);
+    EXPECT_EQ(r.at(1, 0), std::optional<std::string_view>("-1"));
+    EXPECT_EQ(r.int64_at(1, 1), 0);  // an unsigned integer read as signed, in range
+    EXPECT_EQ(r.uint64_at(1, 2), 42u);  // a signed one read as unsigned, not negative
+}
+
 TEST(mariadb_conn_death, int64_at_asserts_on_null) {
     rows r;
     r.start(1);
     r.push(std::nullopt);
-    EXPECT_DEATH((void)r.int64_at(0, 0), "has_value");
+    EXPECT_DEATH((void)r.int64_at(0, 0), "kind::null");
+}
+
+TEST(mariadb_conn_death, integers_out_of_the_asked_range_assert) {
+    rows r;
+    r.start(2);
+    r.push_uint(std::uint64_t{1} << 63);
+    r.push_int(-1);
+    EXPECT_DEATH((void)r.int64_at(0, 0), "max");
+    EXPECT_DEATH((void)r.uint64_at(0, 1), ">= 0");
 }
 
 TEST(mariadb_conn, query_on_a_never_connected_conn_is_unavailable) {

@@ -65,6 +65,36 @@ TEST(mariadb_prepared, rows_equal_the_text_protocol_and_prepare_once) {
         EXPECT_EQ(after - before, 1) << "one prepare for three executions";
         EXPECT_EQ(c.prepared_count(), 1u);
 
+        // Integer columns of every width come in binary: the same text, and the same integers.
+        CO_REQUIRE(co_await c.async_execute(
+            "CREATE TEMPORARY TABLE pi (t TINYINT, tu TINYINT UNSIGNED, s SMALLINT, m MEDIUMINT UNSIGNED, i INT, "
+            "iu INT UNSIGNED NULL, d DECIMAL(20,0), y YEAR)"));
+        CO_REQUIRE(co_await c.async_execute(
+            "INSERT INTO pi VALUES (-128, 255, -32768, 16777215, -2147483648, 4294967295, 12345678901234567890, 2026),"
+            " (0, 0, 7, 0, 2147483647, NULL, -1, 1999)"));
+        const std::string pi_sql = "SELECT t, tu, s, m, i, iu, d, y FROM pi WHERE t <= ? ORDER BY t";
+        const std::array<sql_param, 1> pi_params{std::int64_t{0}};
+        auto pi_text = co_await c.async_query("SELECT t, tu, s, m, i, iu, d, y FROM pi WHERE t <= 0 ORDER BY t");
+        CO_REQUIRE(pi_text);
+        auto pi = co_await c.async_query_prepared(pi_sql, pi_params);
+        CO_REQUIRE(pi);
+        CO_REQUIRE(pi.value().size() == 2);
+        for (std::size_t row = 0; row < 2; ++row) {
+            for (std::size_t col = 0; col < 8; ++col) {
+                EXPECT_EQ(pi.value().at(row, col), pi_text.value().at(row, col)) << row << "," << col;
+            }
+        }
+        EXPECT_EQ(pi.value().int64_at(0, 0), -128);
+        EXPECT_EQ(pi.value().uint64_at(0, 1), 255u);
+        EXPECT_EQ(pi.value().int64_at(0, 2), -32768);
+        EXPECT_EQ(pi.value().uint64_at(0, 3), 16777215u);
+        EXPECT_EQ(pi.value().int64_at(0, 4), -2147483648LL);
+        EXPECT_EQ(pi.value().uint64_at(0, 5), 4294967295u);
+        EXPECT_EQ(pi.value().uint64_at(0, 6), 12345678901234567890u);  // DECIMAL: text, parsed
+        EXPECT_EQ(pi.value().int64_at(1, 4), 2147483647);
+        EXPECT_EQ(pi.value().at(1, 5), std::nullopt);
+        EXPECT_EQ(pi.value().int64_at(1, 6), -1);
+
         // DML through a prepared statement, and a statement without a result set.
         const std::array<sql_param, 2> upd{std::string_view("new"), std::int64_t{2}};
         auto u = co_await c.async_query_prepared("UPDATE pt SET s = ? WHERE id = ?", upd);
