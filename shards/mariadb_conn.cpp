@@ -79,6 +79,7 @@ rows copy_rows(MYSQL_RES* res) {
     rows out;
     const unsigned n = mysql_num_fields(res);
     out.start(n);
+    if (n > 0) out.reserve(static_cast<std::size_t>(mysql_num_rows(res)), 0);
     while (MYSQL_ROW row = mysql_fetch_row(res)) {
         const unsigned long* lengths = mysql_fetch_lengths(res);
         CAIRN_ASSERT(lengths != nullptr);
@@ -100,11 +101,22 @@ rows copy_rows(MYSQL_RES* res) {
 std::optional<std::string_view> rows::at(std::size_t row, std::size_t col) const {
     CAIRN_ASSERT(row < rows_);
     CAIRN_ASSERT(col < columns_);
-    const cell& c = cells_[row * columns_ + col];
-    if (c.k == kind::null) {
-        return std::nullopt;
+    cell& c = cells_[row * columns_ + col];
+    switch (c.k) {
+        case kind::null: return std::nullopt;
+        case kind::text: return std::string_view(data_).substr(c.offset, c.bytes);
+        case kind::int64:
+        case kind::uint64: break;
     }
-    return std::string_view(data_).substr(c.offset, c.bytes);
+    if (c.offset == no_text) {
+        auto& buf = int_texts_.emplace_back();
+        const auto [end, ec] = c.k == kind::int64 ? std::to_chars(buf.data(), buf.data() + buf.size(), static_cast<std::int64_t>(c.bits))
+                                                  : std::to_chars(buf.data(), buf.data() + buf.size(), c.bits);
+        CAIRN_ASSERT(ec == std::errc{});
+        c.offset = int_texts_.size() - 1;
+        c.bytes = static_cast<std::size_t>(end - buf.data());
+    }
+    return std::string_view(int_texts_[c.offset].data(), c.bytes);
 }
 
 std::int64_t rows::int64_at(std::size_t row, std::size_t col) const {
@@ -143,8 +155,20 @@ void rows::start(std::size_t columns) {
     rows_ = 0;
 }
 
-void rows::push(std::optional<std::string_view> value) {
+void rows::reserve(std::size_t row_count, std::size_t text_bytes) {
+    cells_.reserve(cells_.size() + row_count * columns_);
+    data_.reserve(data_.size() + text_bytes);
+}
+
+void rows::push_cell(const cell& c) {
     CAIRN_ASSERT(columns_ > 0);
+    cells_.push_back(c);
+    if (cells_.size() % columns_ == 0) {
+        ++rows_;
+    }
+}
+
+void rows::push(std::optional<std::string_view> value) {
     cell c;
     if (value) {
         c.offset = data_.size();
@@ -153,31 +177,14 @@ void rows::push(std::optional<std::string_view> value) {
     } else {
         c.k = kind::null;
     }
-    cells_.push_back(c);
-    if (cells_.size() % columns_ == 0) {
-        ++rows_;
-    }
-}
-
-void rows::push_integer(kind k, std::uint64_t bits, std::string_view text) {
-    push(text);
-    cells_.back().k = k;
-    cells_.back().bits = bits;
+    push_cell(c);
 }
 
 void rows::push_int(std::int64_t value) {
-    char buf[24];
-    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-    CAIRN_ASSERT(ec == std::errc{});
-    push_integer(kind::int64, static_cast<std::uint64_t>(value), std::string_view(buf, static_cast<std::size_t>(end - buf)));
+    push_cell(cell{no_text, 0, kind::int64, static_cast<std::uint64_t>(value)});
 }
 
-void rows::push_uint(std::uint64_t value) {
-    char buf[24];
-    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-    CAIRN_ASSERT(ec == std::errc{});
-    push_integer(kind::uint64, value, std::string_view(buf, static_cast<std::size_t>(end - buf)));
-}
+void rows::push_uint(std::uint64_t value) { push_cell(cell{no_text, 0, kind::uint64, value}); }
 
 // ------------------------------------------------------------------------- classification
 
@@ -767,6 +774,7 @@ asio::awaitable<core::result<rows>> mariadb_conn::impl::async_prepared_step(std:
         mysql_free_result(meta);  // metadata only: no network
         if (mysql_stmt_bind_result(stmt, result.data()) != 0) co_return co_await async_stmt_failed(deadline);
         out.start(columns);
+        out.reserve(static_cast<std::size_t>(mysql_stmt_num_rows(stmt)), 0);
         // After mysql_stmt_store_result every row is in memory: fetching does no network I/O.
         for (;;) {
             const int f = mysql_stmt_fetch(stmt);

@@ -11,9 +11,11 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
@@ -46,7 +48,9 @@ public:
     std::size_t columns() const noexcept { return columns_; }
 
     // The value at (row, col), or nullopt for SQL NULL. Valid as long as this object.
-    // Asserts that row < size() and col < columns().
+    // Asserts that row < size() and col < columns(). An integer cell (push_int/push_uint) has its
+    // decimal text made on the first at() of it: like the building calls, not for two threads at once
+    // (a result is read by the coroutine that ran its query).
     std::optional<std::string_view> at(std::size_t row, std::size_t col) const;
 
     // The value as an integer: the one pushed by push_int/push_uint, or the text parsed as a
@@ -56,26 +60,30 @@ public:
     std::uint64_t uint64_at(std::size_t row, std::size_t col) const;
 
     // Building (used by mariadb_conn; handy for fakes in tests): call start(columns) once,
-    // then push columns() values per row. push_int/push_uint keep the integer and its decimal
-    // text (what at() returns, as the text protocol would have sent it).
+    // then push columns() values per row. push_int/push_uint keep the integer (at() gives its
+    // decimal text, as the text protocol would have sent it). reserve: room for row_count rows and
+    // text_bytes bytes of text values, when they are known beforehand.
     void start(std::size_t columns);
+    void reserve(std::size_t row_count, std::size_t text_bytes);
     void push(std::optional<std::string_view> value);
     void push_int(std::int64_t value);
     void push_uint(std::uint64_t value);
 
 private:
     enum class kind : std::uint8_t { text, null, int64, uint64 };
+    static constexpr std::size_t no_text = static_cast<std::size_t>(-1);
     struct cell {
-        std::size_t offset = 0;  // into data_
+        std::size_t offset = 0;  // text: into data_; integer: into int_texts_, or no_text until at() made it
         std::size_t bytes = 0;
         kind k = kind::text;
         std::uint64_t bits = 0;  // the integer of an int64/uint64 cell
     };
-    void push_integer(kind k, std::uint64_t bits, std::string_view text);
+    void push_cell(const cell& c);
     std::size_t rows_ = 0;
     std::size_t columns_ = 0;
-    std::vector<cell> cells_;
+    mutable std::vector<cell> cells_;
     std::string data_;
+    mutable std::deque<std::array<char, 20>> int_texts_;  // a deque: the views at() gave stay valid
 };
 
 // A parameter of a prepared statement: a signed or unsigned 64-bit integer, or bytes (sent as

@@ -74,10 +74,9 @@ TEST(failover, a_replica_promoted_after_its_primary_is_lost_ends_with_every_ackn
     fresh_database(db);
     own_servers servers(2, 600);
     ASSERT_TRUE(servers.started()) << "scripts/shards start --count 2 --log-bin failed";
+    ASSERT_TRUE(servers.primary_with_replica(db));
     const shard_endpoint primary = servers.server(0);
     const shard_endpoint replica = servers.server(1);
-    ASSERT_TRUE(servers.replicate(1, 0));
-    ASSERT_TRUE(exec_sql(primary, {"DROP DATABASE IF EXISTS " + db, "CREATE DATABASE " + db}).has_value());
 
     // cairnd's shard 1 is an address that points at the primary now and at the replica later.
     tcp_proxy address(primary.host, primary.port);

@@ -52,6 +52,13 @@ public:
             .has_value();
     }
 
+    // The replica tests' set-up: server 1 replicating server 0, and database db (re)created on server 0
+    // (so, through replication, on server 1 too). False if a step failed.
+    bool primary_with_replica(const std::string& db) const {
+        return started_ && replicate(1, 0) &&
+               exec_sql(server(0), {"DROP DATABASE IF EXISTS " + db, "CREATE DATABASE " + db}).has_value();
+    }
+
 private:
     std::string env_prefix() const { return fmt::format("CAIRN_SHARDS_DIR='{}' CAIRN_SHARD_BASE_PORT={} ", dir_, base_); }
     std::uint16_t base_ = 0;

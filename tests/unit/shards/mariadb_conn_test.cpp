@@ -152,6 +152,21 @@ TEST(mariadb_conn, rows_keep_pushed_integers_with_their_text) {
     EXPECT_EQ(r.uint64_at(1, 2), 42u);  // a signed one read as unsigned, not negative
 }
 
+TEST(mariadb_conn, the_text_of_an_integer_stays_valid_while_others_are_asked) {
+    rows r;
+    r.start(1);
+    r.reserve(2000, 0);
+    for (std::int64_t i = 0; i < 2000; ++i) r.push_int(i * 1'000'003 - 7);
+    const auto first = r.at(0, 0);
+    std::vector<std::string_view> views;
+    for (std::size_t i = 0; i < 2000; ++i) views.push_back(*r.at(i, 0));
+    EXPECT_EQ(first, std::optional<std::string_view>("-7"));
+    for (std::size_t i = 0; i < 2000; ++i) {
+        EXPECT_EQ(views[i], std::to_string(static_cast<std::int64_t>(i) * 1'000'003 - 7)) << i;
+        EXPECT_EQ(r.at(i, 0), std::optional<std::string_view>(views[i])) << i;  // asked again: the same text
+    }
+}
+
 TEST(mariadb_conn_death, int64_at_asserts_on_null) {
     rows r;
     r.start(1);
