@@ -1,0 +1,113 @@
+// Online resharding's copy and diff (docs/resharding.md, phases "copying" and "verifying"): the rows
+// of one hash range, table by table, from the shard that owned the range to the shard that takes it,
+// and the comparison of both shards' rows of that range.
+//
+// The copy makes the target's rows of the range equal to the source's as of one consistent snapshot
+// per group of tables (the tables whose rows must agree with each other: edges with their counts and
+// the node registers; counter sums with the op ids that made them). It overwrites what the target
+// holds of those rows, so it relies on the protocol's precondition: the target applies nothing of the
+// range until the copy is written (its apply worker is held). Run again, it copies again — a copy
+// interrupted anywhere is finished by running it once more.
+//
+// Which tables, and how each row's shard is found, is the plan (async_plan_range_copy): read from the
+// source's index definitions and the config's counter metrics and cell tables. Any executor; one
+// statement at a time on each connection.
+#pragma once
+
+#include <utility>  // Boost 1.74's awaitable.hpp forgets it.
+
+#include "core/cells.hpp"
+#include "core/counters.hpp"
+#include "core/result.hpp"
+#include "core/shard_map.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace cairn::shards {
+
+class mariadb_conn;
+
+// How a row's routing hash is found.
+enum class route_by : std::uint8_t {
+    whole,    // the table is on every shard (or holds op ids of every key): copied whole
+    integer,  // hash_id of the route column (a BIGINT)
+    bytes,    // hash_bytes of the route column (binary)
+};
+
+// A column of a scan key, typed so that the scan's next-chunk comparison is exact (a BIGINT compared
+// with a string would be compared as a double).
+enum class key_type : std::uint8_t { int64, uint64, bytes };
+struct key_column {
+    std::string name;
+    key_type type = key_type::bytes;
+};
+
+struct copy_table {
+    std::string name;
+    std::vector<std::string> columns;   // the columns copied, in order
+    std::vector<key_column> scan_key;   // a unique key: the scan's order (read, not necessarily copied)
+    std::vector<std::string> unique;    // the columns that identify a row on the target (the rest are overwritten)
+    route_by route = route_by::whole;
+    std::string route_column;           // one of columns, unless route is whole
+    // A sum column (edge counts, counter sums): a row where it is 0 means the same as no row, so the
+    // diff leaves such rows out (the copy still writes them: the target's row must become 0 too).
+    std::string sum_column;
+};
+
+// Tables copied from one consistent snapshot of the source.
+struct copy_group {
+    std::string name;  // "edges", "entities", "counters", "index by_email", "cells posts" — for progress and errors
+    std::vector<copy_table> tables;
+};
+
+// The groups for the source behind conn: edges, entities and index definitions, each index's rows,
+// each cell table, and the counters (the counter tables whose key holds the metric's shard_on
+// dimension, with counter_ops; a table whose key leaves shard_on out sums both halves and stays).
+// Tables the source does not have (nothing applied yet) are left out.
+[[nodiscard]] boost::asio::awaitable<core::result<std::vector<copy_group>>> async_plan_range_copy(
+    mariadb_conn& from, const core::counter_catalog& counters, const core::cell_config& cells);
+
+struct range_copy_options {
+    std::size_t chunk_rows = 500;  // rows read per statement (1..10,000)
+};
+
+struct range_copy_progress {
+    std::string group;
+    std::string table;
+    std::uint64_t rows_read = 0;    // of this table so far
+    std::uint64_t rows_copied = 0;  // of them, in the range (or all, for a whole table)
+};
+
+struct range_copy_stats {
+    std::uint64_t rows_read = 0;
+    std::uint64_t rows_copied = 0;
+};
+
+// Copies the rows of `range` of every table of `groups` from `from` to `to`, creating a table on the
+// target first when it lacks it (the source's own definition). progress, if set, is called after
+// every chunk. Errors: those of mariadb_conn (the source's snapshot is rolled back).
+[[nodiscard]] boost::asio::awaitable<core::result<range_copy_stats>> async_copy_range(
+    mariadb_conn& from, mariadb_conn& to, const std::vector<copy_group>& groups, core::hash_range range,
+    range_copy_options options, std::function<void(const range_copy_progress&)> progress = {});
+
+// One table's rows of the range on both shards: how many, and an order-free checksum of their copied
+// columns (the sum of each row's hash, mod 2^64).
+struct range_table_diff {
+    std::string table;
+    std::uint64_t rows_from = 0, rows_to = 0;
+    std::uint64_t checksum_from = 0, checksum_to = 0;
+    bool same() const noexcept { return rows_from == rows_to && checksum_from == checksum_to; }
+};
+
+// Reads every table of groups on both shards (each shard's tables of a group in one snapshot) and
+// compares their rows of the range. A table missing on the target counts as empty there.
+[[nodiscard]] boost::asio::awaitable<core::result<std::vector<range_table_diff>>> async_diff_range(
+    mariadb_conn& from, mariadb_conn& to, const std::vector<copy_group>& groups, core::hash_range range,
+    range_copy_options options);
+
+}  // namespace cairn::shards
