@@ -13,6 +13,7 @@
 #include "shards/gateways.hpp"
 #include "shards/mariadb_conn.hpp"
 #include "shards/pool.hpp"
+#include "shards/range_copy.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -1222,6 +1223,159 @@ core::result<std::vector<shard_address>> parse_shards(const std::string& list, s
     return out;
 }
 
+// A split's copy (issue 16, docs/resharding.md): shard 0's database cairn_bench_split holds `backlog`
+// edges' forward rows and their counts; the upper half of the hash space is moved to shard 1's
+// database. cairn: shards::async_copy_range, as a split runs it (chunks of 1,000 rows in primary-key
+// order inside one consistent snapshot, upserts), then its diff checks the target (not timed). direct:
+// the plain way to move the same rows — one SELECT of each whole table and multi-row INSERTs of the
+// rows of the half, 1,000 per statement. Both run in cairn-bench's process: the cairn target's name only
+// pairs the line with direct in the summary.
+constexpr std::string_view split_database = "cairn_bench_split";
+constexpr std::size_t split_chunk_rows = 1000;
+
+shards::conn_params split_params(const bench_config& cfg, std::size_t shard, std::string_view database) {
+    shards::conn_params p;
+    p.host = cfg.shards[shard].host;
+    p.port = cfg.shards[shard].port;
+    p.user = cfg.user;
+    p.password = cfg.password;
+    p.database = std::string(database);
+    p.query_timeout = 600s;
+    return p;
+}
+
+// The plain move of one table: every row read at once, the half's rows inserted 1,000 per statement.
+asio::awaitable<core::result<std::uint64_t>> async_move_half_direct(shards::mariadb_conn& from, shards::mariadb_conn& to,
+                                                                    std::string_view table, std::string_view columns,
+                                                                    std::size_t column_count, core::hash_range half) {
+    auto all = co_await from.async_query(fmt::format("SELECT {} FROM {}", columns, table));
+    if (!all) co_return all.error();
+    const auto& rows = all.value();
+    std::uint64_t moved = 0;
+    std::vector<shards::sql_param> params;
+    std::size_t batch = 0;
+    const auto flush = [&]() -> asio::awaitable<core::result<void>> {
+        if (batch == 0) co_return core::success();
+        std::string sql = fmt::format("INSERT INTO {} ({}) VALUES ", table, columns);
+        for (std::size_t i = 0; i < batch; ++i) {
+            sql += i ? ",(" : "(";
+            for (std::size_t c = 0; c < column_count; ++c) sql += c ? ",?" : "?";
+            sql += ')';
+        }
+        auto w = co_await to.async_query_prepared(sql, params);
+        params.clear();
+        batch = 0;
+        if (!w) co_return w.error();
+        co_return core::success();
+    };
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (!half.contains(core::hash_id(rows.int64_at(i, 1)))) continue;  // column 1: node_id
+        for (std::size_t c = 0; c < column_count; ++c) params.emplace_back(rows.at(i, c).value_or(""));
+        ++moved;
+        if (++batch == split_chunk_rows) {
+            if (auto w = co_await flush(); !w) co_return w.error();
+        }
+    }
+    if (auto w = co_await flush(); !w) co_return w.error();
+    co_return moved;
+}
+
+run_report run_split_copy(const bench_config& cfg) {
+    run_report r = base_report(cfg);
+    r.mode = "once";
+    r.unit = "rows";
+    r.concurrency = 1;
+    r.extra["source_edges"] = static_cast<double>(cfg.backlog);
+    if (cfg.shards.size() < 2) return failed(r, "split_copy needs --shards with two shards: the source and the target");
+    if (cfg.backlog == 0 || cfg.backlog > 100'000'000) return failed(r, "split_copy needs --backlog between 1 and 100,000,000");
+    const auto half = core::shard_map::equal_ranges(1).split(0).value().range_of(1);
+    asio::io_context ioc;
+    core::result<void> outcome = core::success();
+    double took = 0;
+    asio::co_spawn(
+        ioc,
+        [&]() -> asio::awaitable<void> {
+            const auto fail = [&](core::error_code ec, std::string_view what) {
+                outcome = ec;
+                r.first_error = std::string(what);
+            };
+            // A fresh database on both shards, the edge tables in each, the source's rows made by the server.
+            std::vector<std::unique_ptr<shards::mariadb_conn>> conns;
+            for (std::size_t s = 0; s < 2; ++s) {
+                shards::mariadb_conn admin(ioc.get_executor(), split_params(cfg, s, ""));
+                if (auto c = co_await admin.async_connect(); !c) co_return fail(c.error(), "connecting to a shard: " + admin.last_error());
+                for (const auto& sql : {fmt::format("DROP DATABASE IF EXISTS {}", split_database),
+                                        fmt::format("CREATE DATABASE {}", split_database)}) {
+                    if (auto e = co_await admin.async_execute(sql); !e) co_return fail(e.error(), admin.last_error());
+                }
+                admin.close();
+                conns.push_back(std::make_unique<shards::mariadb_conn>(ioc.get_executor(), split_params(cfg, s, split_database)));
+                if (auto c = co_await conns.back()->async_connect(); !c) co_return fail(c.error(), conns.back()->last_error());
+                if (auto e = co_await shards::async_create_edge_schema(*conns.back()); !e) co_return fail(e.error(), conns.back()->last_error());
+            }
+            auto& from = *conns[0];
+            auto& to = *conns[1];
+            for (std::uint64_t lo = 1; lo <= cfg.backlog; lo += 100'000) {
+                const auto hi = std::min<std::uint64_t>(cfg.backlog, lo + 99'999);
+                for (const auto& sql :
+                     {fmt::format("INSERT INTO edges (graph, node_id, direction, other_id, state, own_state, position, ts, pos_ts, pos_set) "
+                                  "SELECT 'split', seq, 0, seq + 1000000000, 0, 0, seq, 1, 1, 0 FROM seq_{}_to_{}",
+                                  lo, hi),
+                      fmt::format("INSERT INTO edge_counts (graph, node_id, direction, state, count) SELECT 'split', seq, 0, 0, 1 "
+                                  "FROM seq_{}_to_{}",
+                                  lo, hi)}) {
+                    if (auto e = co_await from.async_execute(sql); !e) co_return fail(e.error(), from.last_error());
+                }
+            }
+            const auto t0 = clock_type::now();
+            std::uint64_t moved = 0;
+            if (cfg.target == "direct") {
+                constexpr std::string_view edge_columns = "graph, node_id, direction, other_id, state, own_state, position, ts, pos_ts, pos_set";
+                auto e = co_await async_move_half_direct(from, to, "edges", edge_columns, 10, half);
+                if (!e) co_return fail(e.error(), to.last_error());
+                auto c = co_await async_move_half_direct(from, to, "edge_counts", "graph, node_id, direction, state, count", 5, half);
+                if (!c) co_return fail(c.error(), to.last_error());
+                moved = e.value() + c.value();
+                took = std::chrono::duration<double>(clock_type::now() - t0).count();
+            } else {
+                auto plan = co_await shards::async_plan_range_copy(from, {}, {});
+                if (!plan) co_return fail(plan.error(), from.last_error());
+                auto copied = co_await shards::async_copy_range(from, to, plan.value(), half, {split_chunk_rows});
+                if (!copied) co_return fail(copied.error(), from.last_error() + " / " + to.last_error());
+                took = std::chrono::duration<double>(clock_type::now() - t0).count();
+                moved = copied.value().rows_copied;
+                r.extra["rows_read"] = static_cast<double>(copied.value().rows_read);
+                auto diff = co_await shards::async_diff_range(from, to, plan.value(), half, {split_chunk_rows});
+                if (!diff) co_return fail(diff.error(), "the diff failed");
+                for (const auto& d : diff.value()) {
+                    if (!d.same()) {
+                        co_return fail(core::errc::shard_rejected, fmt::format("the diff differs in {}: {} rows on the source, {} on the target",
+                                                                               d.table, d.rows_from, d.rows_to));
+                    }
+                }
+            }
+            r.ops = moved;
+            for (auto& c : conns) c->close();
+        },
+        [&](std::exception_ptr e) {
+            if (!e) return;
+            outcome = core::errc::shard_rejected;
+            try {
+                std::rethrow_exception(e);
+            } catch (const std::exception& x) {
+                r.first_error = x.what();
+            }
+        });
+    ioc.run();
+    if (!outcome) return failed(r, fmt::format("split_copy failed: {} ({})", outcome.error().message(), r.first_error));
+    r.duration_s = took;
+    finish_throughput(r);
+    r.note = cfg.target == "direct"
+                 ? "one SELECT of each whole table, the half's rows in INSERTs of 1,000"
+                 : "shards::async_copy_range: keyset chunks of 1,000 rows in one snapshot, upserts; its diff then checked the target";
+    return r;
+}
+
 const std::vector<std::string>& targets() {
     static const std::vector<std::string> t{"cairn-http", "cairn-ws", "direct"};
     return t;
@@ -1238,6 +1392,8 @@ const std::vector<scenario_def>& scenarios() {
         {"get", "4. point read of one edge vs direct prepared SELECT by primary key", run_get},
         {"page", "5. page of 100 edges by cursor vs the same range query direct", run_page},
         {"count", "6. count of a node with 1,000,000 edges vs direct COUNT(*)", run_count},
+        {"split_copy", "issue 16: a split's copy of half a shard's edges and counts (rows/s) vs one SELECT and multi-row INSERTs",
+         run_split_copy},
         {"restart", "8. time from start to ready with N unapplied ops (no baseline)", run_restart},
         {"hoard", "issue 13: a real client's p99 beside 10,000 idle and slowloris connections vs alone (cairn-http)",
          run_hoard},

@@ -23,6 +23,7 @@ const std::vector<std::pair<std::string, std::string>>& scenario_targets() {
         {"memory", "≤ 256 MiB, flat"},
         {"drain", "≥ 0.8"},
         {"feed", "a line (issue 16)"},
+        {"split_copy", "a line (issue 16)"},
         {"get", "≥ 0.6 over HTTP, ≥ 1.0 over WebSocket"},
         {"page", "≥ 0.8"},
         {"count", "p99 ≤ 1 ms"},
