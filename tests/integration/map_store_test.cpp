@@ -1,0 +1,131 @@
+// The shard map's versions on shard 0 (shards/map_store.hpp) against a real MariaDB: a split is
+// proposed once, whoever races for it; its state moves only forward, from the state the mover read;
+// a failed split frees the next proposal, which splits the map in force; a gateway's first adoption
+// seq holds; an edited row is refused with its version named.
+#include <utility>
+
+#include "shards/map_store.hpp"
+#include "shards/mariadb_conn.hpp"
+#include "tests/support/test_shards.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <gtest/gtest.h>
+
+namespace cairn::test {
+namespace {
+
+namespace asio = boost::asio;
+using shards::split_state;
+
+constexpr const char* db = "cairn_map_store";
+
+TEST(map_store, a_split_moves_forward_or_fails_until_reads_have_moved) {
+    using enum split_state;
+    EXPECT_TRUE(shards::split_may_move(planned, adopting));
+    EXPECT_TRUE(shards::split_may_move(verifying, switched));
+    EXPECT_TRUE(shards::split_may_move(cleaning, retired));
+    EXPECT_FALSE(shards::split_may_move(planned, copying));   // no skipping
+    EXPECT_FALSE(shards::split_may_move(copying, adopting));  // no going back
+    EXPECT_TRUE(shards::split_may_move(planned, failed));
+    EXPECT_TRUE(shards::split_may_move(verifying, failed));
+    EXPECT_FALSE(shards::split_may_move(switched, failed));  // reads moved: only forward
+    EXPECT_FALSE(shards::split_may_move(retired, failed));
+    EXPECT_FALSE(shards::split_may_move(failed, planned));
+    for (int s = 0; s <= static_cast<int>(failed); ++s) {
+        const auto state = static_cast<split_state>(s);
+        EXPECT_EQ(shards::split_state_from_name(shards::split_state_name(state)), state);
+    }
+    EXPECT_FALSE(shards::split_state_from_name("Planned").has_value());
+}
+
+TEST(map_store, one_proposal_wins_and_states_move_from_what_the_mover_read) {
+    CAIRN_REQUIRE_SHARDS(1u);
+    fresh_database(db);
+    asio::io_context ioc;
+    shards::mariadb_conn a(ioc.get_executor(), params_for(test_shards()[0], db));
+    shards::mariadb_conn b(ioc.get_executor(), params_for(test_shards()[0], db));
+    ASSERT_TRUE(run_on(ioc, a.async_connect()));
+    ASSERT_TRUE(run_on(ioc, b.async_connect()));
+
+    auto none = run_on(ioc, shards::async_read_maps(a));
+    ASSERT_TRUE(none.has_value());  // no tables yet: never split
+    EXPECT_TRUE(none.value().empty());
+    EXPECT_EQ(run_on(ioc, shards::async_propose_split(a, 2, 2, "127.0.0.1:1", 1)).error(), core::errc::bad_request);  // no shard 2
+
+    // Two proposers at once on two connections: one version between them.
+    core::result<shards::stored_map> first = core::errc::timeout, second = core::errc::timeout;
+    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> { first = co_await shards::async_propose_split(a, 2, 0, "10.0.0.3:3306", 100); },
+                   asio::detached);
+    asio::co_spawn(ioc, [&]() -> asio::awaitable<void> { second = co_await shards::async_propose_split(b, 2, 1, "10.0.0.4:3306", 100); },
+                   asio::detached);
+    ioc.restart();
+    ioc.run();
+    ASSERT_NE(first.has_value(), second.has_value()) << "exactly one proposal wins";
+    const auto& won = first ? first.value() : second.value();
+    EXPECT_EQ((first ? second : first).error(), core::errc::conflict);
+    EXPECT_EQ(won.version, 2u);
+    EXPECT_EQ(won.new_shard, 2u);
+    EXPECT_EQ(won.map, core::shard_map::equal_ranges(2).split(won.split_shard).value());
+
+    auto maps = run_on(ioc, shards::async_read_maps(b));
+    ASSERT_TRUE(maps.has_value());
+    ASSERT_EQ(maps.value().size(), 1u);
+    EXPECT_EQ(maps.value()[0].map, won.map);
+    EXPECT_EQ(maps.value()[0].new_address, won.new_address);
+    EXPECT_EQ(maps.value()[0].state, split_state::planned);
+    // While it runs, no other split.
+    EXPECT_EQ(run_on(ioc, shards::async_propose_split(a, 2, 1, "10.0.0.5:3306", 200)).error(), core::errc::conflict);
+
+    // Moves: only from the state the mover read, only allowed ones.
+    EXPECT_TRUE(run_on(ioc, shards::async_move_split(a, 2, split_state::planned, split_state::adopting, 300)));
+    EXPECT_EQ(run_on(ioc, shards::async_move_split(b, 2, split_state::planned, split_state::adopting, 301)).error(), core::errc::conflict);
+    EXPECT_EQ(run_on(ioc, shards::async_move_split(b, 2, split_state::adopting, split_state::verifying, 300)).error(),
+              core::errc::bad_request);
+    EXPECT_EQ(run_on(ioc, shards::async_move_split(b, 7, split_state::adopting, split_state::copying, 300)).error(), core::errc::conflict);
+
+    // A gateway's first adoption holds.
+    EXPECT_EQ(run_on(ioc, shards::async_adopt(a, 2, 1, 41)).value(), 41u);
+    EXPECT_EQ(run_on(ioc, shards::async_adopt(b, 2, 1, 99)).value(), 41u);
+    EXPECT_EQ(run_on(ioc, shards::async_adopt(b, 2, 2, 7)).value(), 7u);
+    auto adopted = run_on(ioc, shards::async_adoptions(a, 2));
+    ASSERT_TRUE(adopted.has_value());
+    ASSERT_EQ(adopted.value().size(), 2u);
+    EXPECT_EQ(adopted.value()[0].node_id, 1u);
+    EXPECT_EQ(adopted.value()[0].from_seq, 41u);
+    EXPECT_EQ(adopted.value()[1].from_seq, 7u);
+
+    // A failed split frees the next proposal, which splits the map in force (the config's, here).
+    EXPECT_TRUE(run_on(ioc, shards::async_move_split(b, 2, split_state::adopting, split_state::failed, 400)));
+    auto again = run_on(ioc, shards::async_propose_split(a, 2, 1, "10.0.0.5:3306", 500));
+    ASSERT_TRUE(again.has_value());
+    EXPECT_EQ(again.value().version, 3u);
+    EXPECT_EQ(again.value().new_shard, 2u);
+    EXPECT_EQ(again.value().map, core::shard_map::equal_ranges(2).split(1).value());
+    // Carried to its end, the next split starts from its map.
+    auto v = split_state::planned;
+    while (v != split_state::retired) {
+        const auto next = static_cast<split_state>(static_cast<int>(v) + 1);
+        ASSERT_TRUE(run_on(ioc, shards::async_move_split(a, 3, v, next, 600)));
+        v = next;
+    }
+    auto third = run_on(ioc, shards::async_propose_split(b, 2, 2, "10.0.0.6:3306", 700));
+    ASSERT_TRUE(third.has_value());
+    EXPECT_EQ(third.value().version, 4u);
+    EXPECT_EQ(third.value().new_shard, 3u);
+    EXPECT_EQ(third.value().map, again.value().map.split(2).value());
+
+    // An edited row is refused, with its version named.
+    ASSERT_TRUE(exec_sql(test_shards()[0], {"UPDATE shard_maps SET map = '0:0 5:2' WHERE version = 4"}, db));
+    std::string why;
+    EXPECT_EQ(run_on(ioc, shards::async_read_maps(a, &why)).error(), core::errc::shard_rejected);
+    EXPECT_NE(why.find("version 4"), std::string::npos) << why;
+    ASSERT_TRUE(exec_sql(test_shards()[0], {"UPDATE shard_maps SET map = '0:0 5:1 9:2 12:3', state = 'halfway' WHERE version = 4"}, db));
+    EXPECT_EQ(run_on(ioc, shards::async_read_maps(a, &why)).error(), core::errc::shard_rejected);
+    EXPECT_NE(why.find("version 4"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace cairn::test
