@@ -163,6 +163,23 @@ TEST_F(bench_smoke, feed_catch_up_over_http_websocket_and_direct) {
     }
 }
 
+// A split's copy line (issue 16): the copier and the plain SELECT-and-INSERT baseline move the same
+// rows of the upper half (the copier's own diff fails its run if the target differs).
+TEST_F(bench_smoke, split_copy_moves_the_same_rows_as_its_baseline) {
+    std::uint64_t moved[2] = {0, 0};
+    int i = 0;
+    for (const char* target : {"cairn-http", "direct"}) {
+        auto j = run_bench(fmt::format("split_copy-{}", target),
+                           fmt::format("--scenario split_copy --target {} --backlog 2000 --shards {}", target, shard_list()));
+        expect_sane(j, fmt::format("split_copy-{}", target));
+        EXPECT_EQ(j["unit"], "rows");
+        moved[i++] = j["ops"].get<std::uint64_t>();
+    }
+    EXPECT_EQ(moved[0], moved[1]);
+    EXPECT_GT(moved[0], 1000u);  // about half of 2000 edges and 2000 counts
+    EXPECT_LT(moved[0], 3000u);
+}
+
 TEST_F(bench_smoke, sustained_searches_a_rate_with_apply_on_and_reports_memory) {
     // A tiny search: 50, 100, 200, 400 writes/s for 1 s each, then a 2 s soak at the best;
     // direct is the closed-loop baseline. The floor is low on purpose: under ASan on a busy
