@@ -77,6 +77,17 @@ run_report base_report(const bench_config& cfg) {
     return r;
 }
 
+// The report of a scenario that runs once (drain, feed, restart, split_copy): what it counts, how
+// many connections it uses, and the size of the work it was given (extra[backlog_name]).
+run_report once_report(const bench_config& cfg, std::string unit, std::uint32_t concurrency, const char* backlog_name) {
+    run_report r = base_report(cfg);
+    r.mode = "once";
+    r.unit = std::move(unit);
+    r.concurrency = concurrency;
+    r.extra[backlog_name] = static_cast<double>(cfg.backlog);
+    return r;
+}
+
 run_report failed(run_report r, std::string why) {
     r.status = run_status::failed;
     r.note = std::move(why);
@@ -934,11 +945,7 @@ core::result<void> wait_drained(cairnd_child& child, std::chrono::minutes limit)
 }
 
 run_report run_drain(const bench_config& cfg) {
-    run_report r = base_report(cfg);
-    r.mode = "once";
-    r.unit = "rows";
-    r.concurrency = static_cast<std::uint32_t>(cfg.shards.empty() ? 0 : cfg.shards.size());
-    r.extra["backlog_edges"] = static_cast<double>(cfg.backlog);
+    run_report r = once_report(cfg, "rows", static_cast<std::uint32_t>(cfg.shards.size()), "backlog_edges");
     const std::string nonce = run_nonce();
     if (cfg.target == "cairn-ws") return not_measurable(cfg, "drain does not depend on the client API; use cairn-http");
     if (cfg.target == "cairn-http") {
@@ -1041,11 +1048,7 @@ core::result<std::uint64_t> read_feed_http(std::uint16_t port, std::uint64_t unt
 // reading the same edges' forward rows straight from the shards, 1,000 source ids per prepared
 // range query on each shard (a consumer without cairn that knows the id space).
 run_report run_feed(const bench_config& cfg) {
-    run_report r = base_report(cfg);
-    r.mode = "once";
-    r.unit = "ops";
-    r.concurrency = 1;
-    r.extra["backlog_edges"] = static_cast<double>(cfg.backlog);
+    run_report r = once_report(cfg, "ops", 1, "backlog_edges");
     const std::string nonce = run_nonce();
     if (cfg.target == "cairn-http" || cfg.target == "cairn-ws") {
         if (cfg.cairnd_binary.empty() || cfg.cairnd_config.empty()) return failed(r, "feed needs --cairnd and --cairnd-config");
@@ -1167,11 +1170,7 @@ run_report run_sustained(const bench_config& cfg) {
 }
 
 run_report run_restart(const bench_config& cfg) {
-    run_report r = base_report(cfg);
-    r.mode = "once";
-    r.unit = "restarts";
-    r.concurrency = 0;
-    r.extra["backlog_edges"] = static_cast<double>(cfg.backlog);
+    run_report r = once_report(cfg, "restarts", 0, "backlog_edges");
     if (cfg.target == "direct") {
         return not_measurable(cfg, "no direct baseline: MariaDB has no journal to recover (target: ready within 2 s)");
     }
@@ -1281,11 +1280,7 @@ asio::awaitable<core::result<std::uint64_t>> async_move_half_direct(shards::mari
 }
 
 run_report run_split_copy(const bench_config& cfg) {
-    run_report r = base_report(cfg);
-    r.mode = "once";
-    r.unit = "rows";
-    r.concurrency = 1;
-    r.extra["source_edges"] = static_cast<double>(cfg.backlog);
+    run_report r = once_report(cfg, "rows", 1, "source_edges");
     if (cfg.shards.size() < 2) return failed(r, "split_copy needs --shards with two shards: the source and the target");
     if (cfg.backlog == 0 || cfg.backlog > 100'000'000) return failed(r, "split_copy needs --backlog between 1 and 100,000,000");
     const auto half = core::shard_map::equal_ranges(1).split(0).value().range_of(1);

@@ -11,6 +11,7 @@
 #include "shards/index_store.hpp"
 #include "shards/model_dispatch.hpp"
 #include "tests/support/edge_gen.hpp"
+#include "tests/support/model_gen.hpp"
 #include "tests/support/test_shards.hpp"
 
 #include <gtest/gtest.h>
@@ -24,37 +25,7 @@ namespace {
 namespace asio = boost::asio;
 const std::string db = "cairn_prop_cells";
 
-// users_by_company(company_id id, level int) on the users' BASE column, sharded by company.
-core::index_def users_by_company() {
-    return {"users_by_company", "users", {{"company_id", core::index_value_type::id, 0}, {"level", core::index_value_type::integer, 0}}, 0, "BASE"};
-}
 
-rc::Gen<core::op> gen_cell_write() {
-    return rc::gen::exec([] {
-        core::id16 id{};
-        id[15] = static_cast<unsigned char>(*rc::gen::inRange(0, 4));
-        core::cell_op c;
-        c.table = *rc::gen::element<std::string>("users", "schools");
-        c.row_key = std::string(core::id16_bytes(id));
-        c.column = *rc::gen::element<std::string>("BASE", "status");
-        c.ref_key = *rc::gen::inRange<std::int64_t>(1, 3);
-        // Bodies: tiny ones stored as is, a long repetitive one stored compressed.
-        const auto n = *rc::gen::element<std::size_t>(1, 2, 700);
-        c.body = core::encode_body(std::string(n, *rc::gen::element('a', 'b')), 512);
-        if (c.table == "users" && c.column == "BASE" && *rc::gen::inRange(0, 4) != 0) {
-            core::id16 company{};
-            company[0] = 0xc0;
-            company[15] = static_cast<unsigned char>(*rc::gen::inRange(0, 6));
-            const std::string company_bytes(core::id16_bytes(company));
-            c.entries.push_back({"users_by_company", {company_bytes, *rc::gen::inRange<std::int64_t>(-1, 2)},
-                                 core::hash_bytes(company_bytes)});
-        }
-        core::op o;
-        o.ts = core::hlc_make(1'795'392'000'000 + *rc::gen::inRange<std::uint64_t>(0, 3), 0, 1);
-        o.body = std::move(c);
-        return o;
-    });
-}
 
 using cell_map = std::map<std::tuple<std::string, std::string, std::string, std::int64_t>, std::pair<std::uint64_t, std::string>>;
 
@@ -103,14 +74,14 @@ TEST(cell_convergence, competing_writes_in_any_order_end_in_the_smallest_version
         ASSERT_TRUE(test::run_on(ioc, shards::async_create_schema(*conns.back(), {map, counters, cells, entities, 0})));
         core::op def;
         def.ts = core::hlc_make(1'795'000'000'000, 0, 1);
-        def.body = core::index_def_op{"users_by_company", false, core::encode_index_def(users_by_company())};
+        def.body = core::index_def_op{"users_by_company", false, core::encode_index_def(test::users_by_company())};
         const core::op* defs[] = {&def};
         ASSERT_TRUE(test::run_on(ioc, shards::async_apply_ops(*conns.back(), {map, counters, cells, entities, 0},
                                                               static_cast<core::shard_index>(i), defs)));
     }
 
     const bool ok = rc::check("cell writes converge to the model on two shards", [&] {
-        auto ops = *rc::gen::container<std::vector<core::op>>(gen_cell_write());
+        auto ops = *rc::gen::container<std::vector<core::op>>(test::gen_cell_write());
         for (std::size_t i = 0; i < ops.size(); ++i) ops[i].op_id = core::make_op_id(1, i + 1);
         const auto applied = *test::gen_shuffled_with_duplicates(ops);
         for (auto& c : conns) {
@@ -144,7 +115,7 @@ TEST(cell_convergence, competing_writes_in_any_order_end_in_the_smallest_version
         RC_ASSERT(actual == model_of(ops));
         index_map rows;
         for (std::uint32_t s = 0; s < 2; ++s) {
-            auto r = test::run_on(ioc, shards::async_scan_index_rows(*conns[s], users_by_company(), std::nullopt, 100'000));
+            auto r = test::run_on(ioc, shards::async_scan_index_rows(*conns[s], test::users_by_company(), std::nullopt, 100'000));
             RC_ASSERT(r.has_value());
             for (const auto& row : r.value()) {
                 RC_ASSERT(!row.deleted);

@@ -8,6 +8,7 @@
 #include "shards/entity_store.hpp"
 #include "shards/model_dispatch.hpp"
 #include "tests/support/edge_gen.hpp"
+#include "tests/support/model_gen.hpp"
 #include "tests/support/test_shards.hpp"
 
 #include <gtest/gtest.h>
@@ -21,22 +22,6 @@ namespace {
 namespace asio = boost::asio;
 const std::string db = "cairn_prop_entities";
 
-rc::Gen<core::op> gen_entity_write() {
-    return rc::gen::exec([] {
-        core::id16 id{};
-        id[0] = static_cast<unsigned char>(*rc::gen::inRange(0, 5));
-        core::entity_op e;
-        e.entity_kind = *rc::gen::element<std::string>("entry", "user");
-        e.id = std::string(core::id16_bytes(id));
-        e.deleted = *rc::gen::element(false, false, true);
-        if (!e.deleted) e.body = core::encode_body(std::string(*rc::gen::element<std::size_t>(1, 3, 900), *rc::gen::element('p', 'q')), 512);
-        core::op o;
-        // Few distinct timestamps: ties between puts, deletes and bodies are common.
-        o.ts = core::hlc_make(1'795'392'000'000 + *rc::gen::inRange<std::uint64_t>(0, 3), 0, 1);
-        o.body = std::move(e);
-        return o;
-    });
-}
 
 using entity_map = std::map<std::pair<std::string, std::string>, shards::stored_entity>;
 
@@ -72,7 +57,7 @@ TEST(entity_convergence, puts_and_tombstones_in_any_order_end_in_the_last_writer
     }
 
     const bool ok = rc::check("entity writes converge to the model on two shards", [&] {
-        auto ops = *rc::gen::container<std::vector<core::op>>(gen_entity_write());
+        auto ops = *rc::gen::container<std::vector<core::op>>(test::gen_entity_write());
         for (std::size_t i = 0; i < ops.size(); ++i) ops[i].op_id = core::make_op_id(1, i + 1);
         const auto applied = *test::gen_shuffled_with_duplicates(ops);
         for (auto& c : conns) RC_ASSERT(test::run_on(ioc, c->async_execute("DELETE FROM entities")).has_value());

@@ -16,6 +16,7 @@
 #include "shards/range_copy.hpp"
 #include "tests/support/counter_example.hpp"
 #include "tests/support/edge_gen.hpp"
+#include "tests/support/model_gen.hpp"
 #include "tests/support/test_shards.hpp"
 
 #include <gtest/gtest.h>
@@ -30,49 +31,8 @@ namespace {
 namespace asio = boost::asio;
 const std::string db = "cairn_prop_split";
 
-core::index_def users_by_company() {
-    return {"users_by_company", "users", {{"company_id", core::index_value_type::id, 0}, {"level", core::index_value_type::integer, 0}}, 0, "BASE"};
-}
 
-rc::Gen<core::op> gen_entity_write() {
-    return rc::gen::exec([] {
-        core::id16 id{};
-        id[0] = static_cast<unsigned char>(*rc::gen::inRange(0, 12));
-        core::entity_op e;
-        e.entity_kind = *rc::gen::element<std::string>("entry", "user");
-        e.id = std::string(core::id16_bytes(id));
-        e.deleted = *rc::gen::element(false, false, true);
-        if (!e.deleted) e.body = core::encode_body(std::string(*rc::gen::element<std::size_t>(1, 3, 900), *rc::gen::element('p', '\xe9')), 512);
-        core::op o;
-        o.ts = core::hlc_make(1'795'392'000'000 + *rc::gen::inRange<std::uint64_t>(0, 3), 0, 1);
-        o.body = std::move(e);
-        return o;
-    });
-}
 
-rc::Gen<core::op> gen_cell_write() {
-    return rc::gen::exec([] {
-        core::id16 id{};
-        id[15] = static_cast<unsigned char>(*rc::gen::inRange(0, 10));
-        core::cell_op c;
-        c.table = *rc::gen::element<std::string>("users", "schools");
-        c.row_key = std::string(core::id16_bytes(id));
-        c.column = *rc::gen::element<std::string>("BASE", "status");
-        c.ref_key = *rc::gen::inRange<std::int64_t>(1, 3);
-        c.body = core::encode_body(std::string(*rc::gen::element<std::size_t>(1, 700), *rc::gen::element('a', '\x80')), 512);
-        if (c.table == "users" && c.column == "BASE") {
-            core::id16 company{};
-            company[0] = 0xc0;
-            company[15] = static_cast<unsigned char>(*rc::gen::inRange(0, 10));
-            const std::string company_bytes(core::id16_bytes(company));
-            c.entries.push_back({"users_by_company", {company_bytes, *rc::gen::inRange<std::int64_t>(-1, 2)}, core::hash_bytes(company_bytes)});
-        }
-        core::op o;
-        o.ts = core::hlc_make(1'795'392'000'000 + *rc::gen::inRange<std::uint64_t>(0, 3), 0, 1);
-        o.body = std::move(c);
-        return o;
-    });
-}
 
 rc::Gen<core::op> gen_increment(const core::counter_metric& m, std::int64_t now_ms) {
     return rc::gen::exec([&m, now_ms] {
@@ -156,11 +116,11 @@ TEST(range_copy, a_split_shard_ends_with_the_old_owners_rows_of_its_half_and_eve
     const auto& metric = fx.catalog.metrics[0];
     core::op def;
     def.ts = core::hlc_make(1'795'000'000'000, 0, 1);
-    def.body = core::index_def_op{"users_by_company", false, core::encode_index_def(users_by_company())};
+    def.body = core::index_def_op{"users_by_company", false, core::encode_index_def(test::users_by_company())};
 
     const bool ok = rc::check("the copy and the writes after the cut converge on the new shard", [&] {
         auto ops = *rc::gen::container<std::vector<core::op>>(rc::gen::oneOf(
-            test::gen_edge_or_node_op(12, 6), gen_entity_write(), gen_cell_write(), gen_increment(metric, fx.now_ms)));
+            test::gen_edge_or_node_op(12, 6), test::gen_entity_write(12, 'p', '\xe9'), test::gen_cell_write(10, 10, 'a', '\x80'), gen_increment(metric, fx.now_ms)));
         for (std::size_t i = 0; i < ops.size(); ++i) ops[i].op_id = core::make_op_id(1, i + 1);
         const auto cut = *rc::gen::inRange<std::size_t>(0, ops.size() + 1);
         const std::vector<core::op> earlier(ops.begin(), ops.begin() + static_cast<std::ptrdiff_t>(cut));
