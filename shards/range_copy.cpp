@@ -4,9 +4,14 @@
 #include "shards/index_store.hpp"
 #include "shards/mariadb_conn.hpp"
 
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 namespace cairn::shards {
@@ -335,6 +340,18 @@ asio::awaitable<core::result<range_copy_stats>> async_copy_range(mariadb_conn& f
     auto target_tables = co_await async_tables_of(to);
     if (!target_tables) co_return target_tables.error();
     range_copy_stats stats;
+    const auto started = std::chrono::steady_clock::now();
+    asio::steady_timer throttle(co_await asio::this_coro::executor);
+    // Waits until the rows read so far fit the throttle's rate since the start.
+    const auto keep_pace = [&]() -> asio::awaitable<void> {
+        if (options.rows_per_second_max <= 0) co_return;
+        const auto due = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                       std::chrono::duration<double>(static_cast<double>(stats.rows_read) / options.rows_per_second_max));
+        if (due <= std::chrono::steady_clock::now()) co_return;
+        throttle.expires_at(due);
+        core::error_code ec;
+        co_await throttle.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    };
     for (const auto& g : groups) {
         auto r = co_await async_in_snapshot(from, [&]() -> asio::awaitable<core::result<void>> {
             for (const auto& t : g.tables) {
@@ -351,6 +368,7 @@ asio::awaitable<core::result<range_copy_stats>> async_copy_range(mariadb_conn& f
                                                  stats.rows_copied += mine.size();
                                                  if (auto w = co_await async_write(to, t, got, mine, t.scan_key.size()); !w) co_return w;
                                                  if (progress) progress(p);
+                                                 co_await keep_pace();
                                                  co_return core::success();
                                              });
                 if (!s) co_return s;

@@ -74,6 +74,9 @@ struct copy_group {
 
 struct range_copy_options {
     std::size_t chunk_rows = 500;  // rows read per statement (1..10,000)
+    // The copy's throttle: at most this many source rows read per second, averaged from its start
+    // (it waits between chunks); 0: as fast as the shards go. The diff ignores it.
+    double rows_per_second_max = 0;
 };
 
 struct range_copy_progress {
