@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
     std::string summarize_dir;
     std::string summary_out;
     std::string summary_label = "results";
-    app.add_option("-s,--scenario", cfg.scenario, "write, sustained, drain, feed, get, page, count, restart, hoard, bomb")
+    app.add_option("-s,--scenario", cfg.scenario, "write, sustained, drain, feed, get, page, count, split_copy (drops and recreates database cairn_bench_split on the first two --shards), restart, hoard, bomb")
         ->check(CLI::IsMember([] {
             std::vector<std::string> names;
             for (const auto& s : scenarios()) names.push_back(s.name);
@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
     app.add_option("--batch", cfg.batch, "write: edges per request (cairn) / statement (direct)")->check(CLI::Range(1u, 1000u))->capture_default_str();
     app.add_option("--preload", cfg.preload, "get: edges written to the shards before reading")->capture_default_str();
     app.add_option("--node-edges", cfg.node_edges, "page: edges per node (default 1000); count: the node's edges (default 1000000)");
-    app.add_option("--backlog", cfg.backlog, "drain, restart, feed: edges journaled with apply paused")->check(CLI::Range(1ull, 100000000ull))->capture_default_str();
+    app.add_option("--backlog", cfg.backlog, "drain, restart, feed: edges journaled with apply paused; split_copy: edges on the source shard")->check(CLI::Range(1ull, 100000000ull))->capture_default_str();
     app.add_option("--ws-pipeline", cfg.ws_pipeline, "cairn-ws: requests in flight per connection; "
                                                      "connections = concurrency / this")
         ->check(CLI::Range(1u, 4096u))

@@ -3,6 +3,7 @@
 #include "core/assert.hpp"
 #include "shards/index_store.hpp"
 #include "shards/mariadb_conn.hpp"
+#include "shards/transaction.hpp"
 
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -289,15 +290,14 @@ asio::awaitable<core::result<void>> async_ensure_table(mariadb_conn& from, maria
     co_return co_await to.async_execute(ddl);
 }
 
-// Runs body() inside a consistent snapshot on conn, then ends it (read only: rolled back).
+// Runs body() inside a consistent snapshot on conn (REPEATABLE READ for this transaction only), then
+// ends it: read only, so rolled back.
 template <class Body>
 asio::awaitable<core::result<void>> async_in_snapshot(mariadb_conn& conn, Body body) {
-    if (auto r = co_await conn.async_execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"); !r) co_return r;
+    if (auto r = co_await conn.async_execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"); !r) co_return r;
     if (auto r = co_await conn.async_execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); !r) co_return r;
     auto r = co_await body();
-    if (conn.is_open()) {
-        if (auto e = co_await conn.async_execute("ROLLBACK"); !e && r) r = e;
-    }
+    co_await async_rollback(conn);
     co_return r;
 }
 

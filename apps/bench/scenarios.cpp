@@ -108,22 +108,28 @@ std::string run_nonce() {
 
 // ---- shared direct plumbing ----------------------------------------------------------------------
 
+// How cairn-bench connects to shard `shard` of cfg.shards, in database `database`.
+shards::conn_params bench_conn_params(const bench_config& cfg, std::size_t shard, std::string database,
+                                      std::chrono::milliseconds query_timeout) {
+    shards::conn_params p;
+    p.host = cfg.shards[shard].host;
+    p.port = cfg.shards[shard].port;
+    p.user = cfg.user;
+    p.password = cfg.password;
+    p.database = std::move(database);
+    p.connect_timeout = 5s;
+    p.query_timeout = query_timeout;
+    return p;
+}
+
 struct shard_pools {
     core::shard_map map;
     std::vector<std::unique_ptr<shards::pool>> pools;
 
     shard_pools(asio::any_io_executor ex, const bench_config& cfg, std::size_t per_shard)
         : map(core::shard_map::equal_ranges(static_cast<std::uint32_t>(cfg.shards.size()))) {
-        for (const auto& s : cfg.shards) {
-            shards::conn_params p;
-            p.host = s.host;
-            p.port = s.port;
-            p.user = cfg.user;
-            p.password = cfg.password;
-            p.database = cfg.database;
-            p.connect_timeout = 5s;
-            p.query_timeout = 60s;
-            pools.push_back(std::make_unique<shards::pool>(ex, p, per_shard, 30s));
+        for (std::size_t s = 0; s < cfg.shards.size(); ++s) {
+            pools.push_back(std::make_unique<shards::pool>(ex, bench_conn_params(cfg, s, cfg.database, 60s), per_shard, 30s));
         }
     }
 };
@@ -870,14 +876,7 @@ struct backlog_cairnd {
 // gateway's lease is kept.
 core::result<void> forget_gone_leases(const bench_config& cfg) {
     if (cfg.shards.empty()) return core::success();
-    shards::conn_params p;
-    p.host = cfg.shards[0].host;
-    p.port = cfg.shards[0].port;
-    p.user = cfg.user;
-    p.password = cfg.password;
-    p.database = cfg.database;
-    p.connect_timeout = 5s;
-    p.query_timeout = 30s;
+    const auto p = bench_conn_params(cfg, 0, cfg.database, 30s);
     asio::io_context ioc;
     core::result<void> out = core::success();
     asio::co_spawn(
@@ -1232,17 +1231,6 @@ core::result<std::vector<shard_address>> parse_shards(const std::string& list, s
 constexpr std::string_view split_database = "cairn_bench_split";
 constexpr std::size_t split_chunk_rows = 1000;
 
-shards::conn_params split_params(const bench_config& cfg, std::size_t shard, std::string_view database) {
-    shards::conn_params p;
-    p.host = cfg.shards[shard].host;
-    p.port = cfg.shards[shard].port;
-    p.user = cfg.user;
-    p.password = cfg.password;
-    p.database = std::string(database);
-    p.query_timeout = 600s;
-    return p;
-}
-
 // The plain move of one table: every row read at once, the half's rows inserted 1,000 per statement.
 asio::awaitable<core::result<std::uint64_t>> async_move_half_direct(shards::mariadb_conn& from, shards::mariadb_conn& to,
                                                                     std::string_view table, std::string_view columns,
@@ -1297,14 +1285,14 @@ run_report run_split_copy(const bench_config& cfg) {
             // A fresh database on both shards, the edge tables in each, the source's rows made by the server.
             std::vector<std::unique_ptr<shards::mariadb_conn>> conns;
             for (std::size_t s = 0; s < 2; ++s) {
-                shards::mariadb_conn admin(ioc.get_executor(), split_params(cfg, s, ""));
+                shards::mariadb_conn admin(ioc.get_executor(), bench_conn_params(cfg, s, "", 600s));
                 if (auto c = co_await admin.async_connect(); !c) co_return fail(c.error(), "connecting to a shard: " + admin.last_error());
                 for (const auto& sql : {fmt::format("DROP DATABASE IF EXISTS {}", split_database),
                                         fmt::format("CREATE DATABASE {}", split_database)}) {
                     if (auto e = co_await admin.async_execute(sql); !e) co_return fail(e.error(), admin.last_error());
                 }
                 admin.close();
-                conns.push_back(std::make_unique<shards::mariadb_conn>(ioc.get_executor(), split_params(cfg, s, split_database)));
+                conns.push_back(std::make_unique<shards::mariadb_conn>(ioc.get_executor(), bench_conn_params(cfg, s, std::string(split_database), 600s)));
                 if (auto c = co_await conns.back()->async_connect(); !c) co_return fail(c.error(), conns.back()->last_error());
                 if (auto e = co_await shards::async_create_edge_schema(*conns.back()); !e) co_return fail(e.error(), conns.back()->last_error());
             }
@@ -1387,7 +1375,9 @@ const std::vector<scenario_def>& scenarios() {
         {"get", "4. point read of one edge vs direct prepared SELECT by primary key", run_get},
         {"page", "5. page of 100 edges by cursor vs the same range query direct", run_page},
         {"count", "6. count of a node with 1,000,000 edges vs direct COUNT(*)", run_count},
-        {"split_copy", "issue 16: a split's copy of half a shard's edges and counts (rows/s) vs one SELECT and multi-row INSERTs",
+        {"split_copy",
+         "issue 16: a split's copy of half a shard's edges and counts (rows/s) vs one SELECT and multi-row INSERTs (drops and "
+         "recreates database cairn_bench_split on the first two --shards)",
          run_split_copy},
         {"restart", "8. time from start to ready with N unapplied ops (no baseline)", run_restart},
         {"hoard", "issue 13: a real client's p99 beside 10,000 idle and slowloris connections vs alone (cairn-http)",
