@@ -7,7 +7,7 @@
 #include "core/hlc.hpp"
 #include "core/log_task_end.hpp"
 #include "core/metrics.hpp"
-#include "core/shard_map.hpp"
+#include "core/routing.hpp"
 #include "indexing/cleaner.hpp"
 #include "indexing/index_registry.hpp"
 #include "journal/journal.hpp"
@@ -19,6 +19,8 @@
 #include "net/routes.hpp"
 #include "net/ws_api.hpp"
 #include "shards/node_lease.hpp"
+#include "shards/split_driver.hpp"
+#include "shards/split_follower.hpp"
 #include "shards/shard_set.hpp"
 
 #include <CLI/CLI.hpp>
@@ -244,11 +246,39 @@ int main(int argc, char** argv) {
         });
 
     asio::io_context ioc(static_cast<int>(cfg.threads));
-    const auto map = core::shard_map::equal_ranges(static_cast<std::uint32_t>(cfg.shards.size()));
-    shards::shard_set shard_set(ioc.get_executor(), jn, map, cfg, metrics);
+    // What keys route by (docs/resharding.md): the table this gateway last followed (its journal's
+    // record), else version 1 of the map — the equal ranges of as many shards as the first gateway
+    // listed, which shard 0's identity keeps; the config may list more (a shard added ahead of a split).
+    const auto shard0 = shards::conn_params_of(cfg, 0);
+    auto base_count = static_cast<std::uint32_t>(cfg.shards.size());
+    if (auto b = shards::read_base_shard_count_now(shard0); !b) {
+        spdlog::warn("shard 0 ({}:{}) did not say how many shards the map started with: {}; routing by the journal's "
+                     "record, else by the {} [[shards]] of the config",
+                     shard0.host, shard0.port, b.error().message(), cfg.shards.size());
+    } else if (b.value()) {
+        base_count = *b.value();
+    }
+    if (base_count > cfg.shards.size()) {
+        spdlog::critical("cannot start: the deployment's shard map started with {} shards (shard 0's shard_identity), the "
+                         "config lists {}: every gateway must list every shard, in the same order",
+                         base_count, cfg.shards.size());
+        return exit_startup;
+    }
+    auto initial = shards::split_follower::initial_table(jn, base_count);
+    if (!initial) {
+        spdlog::critical("cannot start: the journal's route record: {}", initial.error().message());
+        return exit_startup;
+    }
+    if (initial.value().shards() > cfg.shards.size()) {
+        spdlog::critical("cannot start: this gateway routes by {}, which needs {} shards; the config lists {}",
+                         initial.value().to_text(), initial.value().shards(), cfg.shards.size());
+        return exit_startup;
+    }
+    core::routing routing(std::move(initial).value());
+    shards::shard_set shard_set(ioc.get_executor(), jn, routing, cfg, metrics);
     jn.set_commit_listener([&shard_set](std::uint64_t) { shard_set.notify_all(); });
 
-    net::gateway gw{jn, clock, map, shard_set, cfg.lim, metrics, &cfg.counters, &cfg.cells, &cfg.entities};
+    net::gateway gw{jn, clock, routing, shard_set, cfg.lim, metrics, &cfg.counters, &cfg.cells, &cfg.entities};
     indexing::index_registry indexes(shard_set, cfg.lim.query_timeout + cfg.lim.connect_timeout);
     gw.indexes = &indexes;
     indexing::cleaner index_cleaner(ioc.get_executor(), jn, shard_set, indexes, cfg.lim, metrics);
@@ -280,7 +310,6 @@ int main(int argc, char** argv) {
     claim.last_seq = jn.last_seq();
     claim.ttl = cfg.lim.node_lease_ttl;
     claim.reuse_after = cfg.counters.op_ids_keep;
-    const auto shard0 = shards::conn_params_of(cfg, 0);
     bool lease_held = false;
     if (auto v = shards::claim_lease_now(shard0, claim); !v) {
         spdlog::warn("node id {}: shard 0 ({}:{}) did not answer the lease claim: {}; starting anyway and claiming it "
@@ -303,6 +332,13 @@ int main(int argc, char** argv) {
     // The lease row names the port really bound (listen.port 0 picks one); the keeper's first renewal writes it.
     claim.holder = fmt::format("{}:{} (pid {})", host_name(), server.port(), ::getpid());
     shard_set.start_all();
+    // Follows the shard map's versions on shard 0 (splits) every second.
+    const auto node32 = static_cast<std::uint32_t>(cfg.node_id);  // the config allows 0..1023
+    shards::split_follower follower(ioc.get_executor(), shard_set, jn, routing, node32, std::chrono::seconds(1));
+    follower.start();
+    // Moves a split an operator started from state to state (the live gateway with the lowest node id acts).
+    shards::split_driver driver(ioc.get_executor(), shard_set, cfg, node32, shards::split_driver_options{});
+    driver.start();
     // On a strand: a refresh fans out one task per shard, and those share its state without locks
     // (shard_set::async_fan_out); on the bare io_context they would run on several threads at once.
     // Its stop() is posted there too, so that it cannot fall between the loop's check and its wait.
@@ -355,6 +391,8 @@ int main(int argc, char** argv) {
         asio::post(refresh_strand, [&indexes] { indexes.stop(); });
         index_cleaner.stop();
         lease_keeper.stop();
+        follower.stop();
+        driver.stop();
         shard_set.stop_all();
         work.reset();
         watchdog.begin();

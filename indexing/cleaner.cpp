@@ -81,7 +81,7 @@ bool cleaner::start(const core::index_def& def, std::size_t rows_per_s, cleaner_
     j->rows_per_s = std::max<std::size_t>(rows_per_s, 1);
     j->p.index = def.name;
     j->p.mode = mode;
-    if (mode != cleaner_mode::clean) j->p.shards.resize(shards_.map().size());
+    if (mode != cleaner_mode::clean) j->p.shards.resize(shards_.routing().load()->read_map().size());
     j->p.started_ms = core::system_wall_clock_ms();
     j->p.rows_per_s = j->rows_per_s;
     const core::labels l{{"index", def.name}};
@@ -175,7 +175,7 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
         });
         spdlog::warn("cleaner {}: {}: {}", def.name, what, ec.message());
     };
-    const auto shards = shards_.map().size();
+    const auto shards = shards_.routing().load()->read_map().size();
 
     const std::string objects = def.on_cells() ? "cells" : "entities";
     const bool checking = j->p.mode != cleaner_mode::clean;  // p.mode never changes: read without the lock
@@ -253,10 +253,11 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
             }
             if (page.empty()) break;
             std::map<core::shard_index, std::vector<shards::index_row>> rows;
+            const auto routes = shards_.routing().load();
             for (const auto& o : page) {
                 auto values = index_values_now(def, o);
                 if (!values) continue;
-                const auto target = shards_.map().shard_of_hash(core::index_value_hash((*values)[def.shard_on]));
+                const auto target = routes->read_map().shard_of_hash(core::index_value_hash((*values)[def.shard_on]));
                 rows[target].push_back({std::move(*values), o.id, o.version, false});
             }
             std::uint64_t added = 0;
@@ -331,8 +332,9 @@ asio::awaitable<void> cleaner::async_run(std::shared_ptr<job> j) {
             after = page.back();
             // The current objects of the live rows, from their shards.
             std::map<core::shard_index, std::vector<std::string>> ids;
+            const auto routes = shards_.routing().load();
             for (const auto& row : page) {
-                if (!row.deleted) ids[shards_.map().shard_of_hash(core::hash_bytes(row.entity_id))].push_back(row.entity_id);
+                if (!row.deleted) ids[routes->read_map().shard_of_hash(core::hash_bytes(row.entity_id))].push_back(row.entity_id);
             }
             std::map<std::string, indexed_object> current;
             for (auto& entry : ids) {

@@ -3,6 +3,7 @@
 #include "journal/inspect.hpp"
 
 #include "core/codec.hpp"
+#include "core/route_table.hpp"
 #include "journal/detail/lmdb.hpp"
 #include "journal/detail/record_codec.hpp"
 #include "journal/detail/record_format.hpp"
@@ -88,6 +89,13 @@ core::result<inspection> inspect(const std::string& path, bool check) {
     out.idem_count = count(idem.dbi);
 
     int rc = walk(raw_txn, meta.dbi, [&](std::string_view k, std::string_view v) {
+        if (k == detail::meta_route) {
+            // The route table this gateway follows (shards/split_follower.hpp): text, not a number.
+            if (v.size() > detail::route_bytes_max || !core::route_table::parse(v)) {
+                note(out, "meta", 0, fmt::format("route: {} bytes that are not a route table", v.size()));
+            }
+            return;
+        }
         if (v.size() != detail::meta_value_bytes) {
             note(out, "meta", 0, fmt::format("{}: {} bytes, not {}", k, v.size(), detail::meta_value_bytes));
             return;

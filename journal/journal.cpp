@@ -461,6 +461,9 @@ struct journal::impl {
             if (int rc = t.put(db.meta, detail::meta_late_last_key(o.shard), detail::u64_be(number)); rc != 0) return rc;
             late_updates.emplace_back(o.shard, number);
         }
+        if (o.put_route) {
+            if (int rc = t.put(db.meta, detail::meta_route, *o.put_route); rc != 0) return rc;
+        }
         if (o.cursor) {
             const auto key = detail::cursor_key(o.shard);
             std::string_view current_bytes;
@@ -860,6 +863,7 @@ void journal::commit_outcome(apply_outcome outcome, done_callback done) {
             return refuse(core::errc::bad_request);
         }
     }
+    if (outcome.put_route && outcome.put_route->size() > detail::route_bytes_max) return refuse(core::errc::bad_request);
     core::errc refused = core::errc::ok;
     {
         std::lock_guard lock(p.mu);
@@ -1037,6 +1041,17 @@ core::result<std::vector<late_apply>> journal::list_late(std::uint32_t shard, st
         out.push_back(std::move(l).value());
     }
     return out;
+}
+
+core::result<std::string> journal::route_record() const {
+    auto t = detail::txn::begin_read(impl_->env);
+    if (!t) return t.error();
+    std::string_view v;
+    const int rc = t.value().get(impl_->db.meta, detail::meta_route, v);
+    if (rc == MDB_NOTFOUND) return std::string();
+    if (rc != 0) return detail::lmdb_error(rc);
+    if (v.size() > detail::route_bytes_max) return core::errc::journal_corrupt;
+    return std::string(v);
 }
 
 core::result<std::uint64_t> journal::first_seq() const {

@@ -113,6 +113,8 @@ struct apply_outcome {
     // Late applications on this outcome's shard, numbered late_last(shard) + 1, + 2, ... in this order
     // (their `number` is ignored).
     std::vector<late_apply> put_late;
+    // Replaces the gateway's route record (route_record(); at most 64 KiB; not tied to the shard).
+    std::optional<std::string> put_route;
 };
 
 // The outcome that re-injects dead letters of one shard (all of `letters` must be of `shard`): each
@@ -219,6 +221,8 @@ public:
     // The oldest op still kept (retention deletes applied ops), or last_seq() + 1 when none is:
     // how far back a cursor can be rewound. Errors: LMDB's.
     [[nodiscard]] core::result<std::uint64_t> first_seq() const;
+    // The route record last committed (apply_outcome::put_route), or empty when none ever was.
+    [[nodiscard]] core::result<std::string> route_record() const;
     std::uint64_t last_seq() const noexcept;          // updated after each commit
     std::uint64_t node_id() const noexcept;
     // Random, non-zero, fixed for the journal's life: which journal holds a node id lease.

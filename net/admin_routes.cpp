@@ -512,7 +512,7 @@ asio::awaitable<response> async_edit_dead(gateway& gw, route_context& ctx) {
     }
     core::op edited = std::move(std::get<core::op>(parsed));
     const auto old = decode(d.value().task.op_bytes);
-    const auto owners = shards::shards_of(edited, gw.map);
+    const auto owners = shards::shards_of(edited, gw.routing.load()->read_map());
     if (owners.size() != 1 || owners.front() != key->first) {
         // The edited op has rows on other shards too (the other half of an edge), or none on this
         // one. Re-applied on this shard alone it would leave the halves apart (the other shard applied
@@ -898,7 +898,7 @@ response trace(gateway& gw, route_context& ctx) {
         op = std::move(pending);
     }
     if (op) {
-        for (const auto s : shards::shards_of(*op, gw.map)) involved.insert(s);
+        for (const auto s : shards::shards_of(*op, gw.routing.load()->read_map())) involved.insert(s);
         out["op"] = op_json(gw, *op);
         out["op_id"] = std::to_string(op->op_id);
         out["ts"] = std::to_string(op->ts);

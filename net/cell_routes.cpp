@@ -47,7 +47,7 @@ std::optional<response> check_table(const gateway& gw, const request& req, std::
 }
 
 core::shard_index shard_of_row(const gateway& gw, std::string_view row_key) {
-    return gw.map.shard_of_hash(core::hash_bytes(row_key));
+    return gw.routing.load()->read_map().shard_of_hash(core::hash_bytes(row_key));
 }
 
 // The conflict check of a write: per shard that is up, the cells the batch writes that exist

@@ -241,12 +241,14 @@ asio::awaitable<response> async_get_read(gateway& gw, route_context& ctx, read_k
         co_return problem(problems::no_table, no_table_detail(*m, rr.query), std::nullopt, req.version(), req.keep_alive());
     }
     // One shard when the query names the shard_on dimension, else every shard.
+    const auto routes = gw.routing.load();
+    const core::shard_map& map = routes->read_map();
     std::vector<core::shard_index> needed;
     for (const auto& [dim, value] : rr.query.filters) {
-        if (dim == m->shard_on) needed.push_back(gw.map.shard_of_hash(core::counter_value_hash(m->dimensions[dim], value)));
+        if (dim == m->shard_on) needed.push_back(map.shard_of_hash(core::counter_value_hash(m->dimensions[dim], value)));
     }
     if (needed.empty()) {
-        for (core::shard_index s = 0; s < gw.map.size(); ++s) needed.push_back(s);
+        for (core::shard_index s = 0; s < map.size(); ++s) needed.push_back(s);
     }
     if (auto p = co_await detail::async_wait_after(gw, req, rr.wait, needed)) co_return std::move(*p);
 

@@ -168,7 +168,7 @@ asio::awaitable<response> async_page(gateway& gw, route_context& ctx, bool among
                        cursor_json(page.next, scope), cursor_json(page.previous, scope));
         return json_response(http::status::ok, std::move(body), req);
     };
-    co_return co_await detail::async_read_shard(gw, req, gw.map.shard_of_id(q.node_id), q.wait, query, render);
+    co_return co_await detail::async_read_shard(gw, req, gw.routing.load()->read_map().shard_of_id(q.node_id), q.wait, query, render);
 }
 
 asio::awaitable<response> async_get_count(gateway& gw, route_context& ctx) {
@@ -176,7 +176,7 @@ asio::awaitable<response> async_get_count(gateway& gw, route_context& ctx) {
     auto parsed = parse_node_query(gw, ctx, count_params, false);
     if (auto* res = std::get_if<response>(&parsed)) co_return std::move(*res);
     auto& q = std::get<node_query>(parsed);
-    const core::shard_index shard = gw.map.shard_of_id(q.node_id);
+    const core::shard_index shard = gw.routing.load()->read_map().shard_of_id(q.node_id);
     if (q.wait.after) {
         std::vector<core::shard_index> needed(1, shard);  // not a braced list inside a coroutine: g++ 12
         if (auto p = co_await detail::async_wait_after(gw, req, q.wait, std::move(needed))) co_return std::move(*p);
@@ -265,7 +265,8 @@ asio::awaitable<response> async_post_multi_get(gateway& gw, route_context& ctx) 
     // The forward row of an edge lives on its source's shard.
     std::vector<core::shard_index> shard_of;
     shard_of.reserve(keys.size());
-    for (const auto& k : keys) shard_of.push_back(gw.map.shard_of_id(k.first));
+    const auto routes = gw.routing.load();
+    for (const auto& k : keys) shard_of.push_back(routes->read_map().shard_of_id(k.first));
     std::vector<std::optional<core::edge_row>> rows;
     const fetch_many_fn<std::pair<std::int64_t, std::int64_t>, std::optional<core::edge_row>> fetch = &shards::async_multi_get;
     if (auto p = co_await async_read_grouped(gw, req, wait, graph, keys, shard_of, fetch, rows)) co_return std::move(*p);
@@ -307,7 +308,7 @@ asio::awaitable<response> async_post_counts(gateway& gw, route_context& ctx) {
     shard_of.reserve(queries.size());
     for (const auto& q : queries) {
         keys.push_back({q.node_id, q.forward ? shards::edge_direction::forward : shards::edge_direction::backward, q.state});
-        shard_of.push_back(gw.map.shard_of_id(q.node_id));
+        shard_of.push_back(gw.routing.load()->read_map().shard_of_id(q.node_id));
     }
     std::vector<std::int64_t> counts;
     const fetch_many_fn<shards::node_count_key, std::int64_t> fetch = &shards::async_count_many;
@@ -374,7 +375,7 @@ asio::awaitable<response> async_get_node(gateway& gw, route_context& ctx) {
         append_node(body, graph, node_id, recs.at(0), std::get<id_format>(ids));
         return json_response(http::status::ok, std::move(body), req);
     };
-    co_return co_await detail::async_read_shard(gw, req, gw.map.shard_of_id(node_id), std::get<detail::wait_params>(w), query,
+    co_return co_await detail::async_read_shard(gw, req, gw.routing.load()->read_map().shard_of_id(node_id), std::get<detail::wait_params>(w), query,
                                                 render);
 }
 
@@ -396,7 +397,8 @@ asio::awaitable<response> async_post_nodes_get(gateway& gw, route_context& ctx) 
 
     std::vector<core::shard_index> shard_of;
     shard_of.reserve(node_ids.size());
-    for (const auto n : node_ids) shard_of.push_back(gw.map.shard_of_id(n));
+    const auto routes = gw.routing.load();
+    for (const auto n : node_ids) shard_of.push_back(routes->read_map().shard_of_id(n));
     std::vector<shards::node_record> recs;
     const fetch_many_fn<std::int64_t, shards::node_record> fetch = &shards::async_node_records;
     if (auto p = co_await async_read_grouped(gw, req, std::get<detail::wait_params>(w), graph, node_ids, shard_of, fetch, recs)) {

@@ -57,7 +57,7 @@ std::variant<entity_path, response> parse_path(const gateway& gw, const route_co
     const auto id = core::parse_id16(ctx.params.get("id").value_or(""));
     if (!id) return bad_field(req, "id", "must be 16 bytes as 32 hex digits or UUID text");
     p.id = std::string(core::id16_bytes(*id));
-    p.shard = gw.map.shard_of_hash(core::hash_bytes(p.id));
+    p.shard = gw.routing.load()->read_map().shard_of_hash(core::hash_bytes(p.id));
     return p;
 }
 

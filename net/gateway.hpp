@@ -1,4 +1,4 @@
-// The running parts that routes use: journal, clock, shard map and the shards (shards/shard_set.hpp:
+// The running parts that routes use: journal, clock, routing and the shards (shards/shard_set.hpp:
 // read connections, applied seqs, point-read batchers). Owned by cairnd's main (apps/cairnd.cpp),
 // which outlives every session; routes keep a reference. Thread-safe parts only.
 #pragma once
@@ -9,7 +9,7 @@
 #include "core/hlc.hpp"
 #include "core/limits.hpp"
 #include "core/metrics.hpp"
-#include "core/shard_map.hpp"
+#include "core/routing.hpp"
 
 
 namespace cairn::journal {
@@ -29,7 +29,7 @@ namespace cairn::net {
 struct gateway {
     journal::journal& journal;
     core::hlc& clock;
-    const core::shard_map& map;
+    const core::routing& routing;  // which shard holds a key now: load() once per request (core/routing.hpp)
     shards::shard_set& shards;
     core::limits lim;
     core::registry& metrics;

@@ -157,7 +157,7 @@ asio::awaitable<response> async_write_def(gateway& gw, route_context& ctx, core:
     auto journaled = co_await detail::async_journal_write(gw, ctx, std::move(ops));
     if (journaled.result() != http::status::accepted) co_return journaled;
     std::vector<core::shard_index> all;
-    for (core::shard_index s = 0; s < gw.map.size(); ++s) all.push_back(s);
+    for (core::shard_index s = 0; s < gw.routing.load()->read_map().size(); ++s) all.push_back(s);
     const auto seq = gw.journal.last_seq();
     auto behind = co_await gw.shards.async_wait_applied(std::max(seq, seq_before + 1), std::move(all), gw.lim.applied_wait_max);
     co_await gw.indexes->async_refresh();
@@ -418,11 +418,14 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
     }
     // One shard when the equality prefix names the shard_on property; otherwise every shard, in
     // parallel, their sorted pages merged.
+    // One route table for the whole query: its pages and the objects' shards.
+    const auto table = gw.routing.load();
+    const core::shard_map& map = table->read_map();
     std::vector<core::shard_index> index_shards;
     if (def->shard_on < range.equal.size()) {
-        index_shards.push_back(gw.map.shard_of_hash(core::index_value_hash(range.equal[def->shard_on])));
+        index_shards.push_back(map.shard_of_hash(core::index_value_hash(range.equal[def->shard_on])));
     } else {
-        for (core::shard_index s = 0; s < gw.map.size(); ++s) index_shards.push_back(s);
+        for (core::shard_index s = 0; s < map.size(); ++s) index_shards.push_back(s);
     }
     auto w = detail::parse_wait_params(ctx, gw);
     if (auto* e = std::get_if<input_error>(&w)) co_return bad_field(req, e->field, e->detail);
@@ -430,7 +433,7 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
     if (wp.after) {
         // The index rows' shards and, since the objects may live anywhere, every shard.
         std::vector<core::shard_index> all;
-        for (core::shard_index s = 0; s < gw.map.size(); ++s) all.push_back(s);
+        for (core::shard_index s = 0; s < map.size(); ++s) all.push_back(s);
         if (auto p = co_await detail::async_wait_after(gw, req, wp, std::move(all))) co_return std::move(*p);
     }
 
@@ -465,7 +468,7 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
         if (st->rows.empty()) break;
         // The current objects, from their shards in parallel.
         auto groups = std::make_shared<std::map<core::shard_index, std::vector<std::string>>>();
-        for (const auto& row : st->rows) (*groups)[gw.map.shard_of_hash(core::hash_bytes(row.entity_id))].push_back(row.entity_id);
+        for (const auto& row : st->rows) (*groups)[map.shard_of_hash(core::hash_bytes(row.entity_id))].push_back(row.entity_id);
         std::vector<core::shard_index> homes;
         for (const auto& [s, _] : *groups) homes.push_back(s);
         auto fetch = [st, groups, def = *def](core::shard_index s, shards::mariadb_conn& conn) -> asio::awaitable<core::result<void>> {

@@ -278,13 +278,14 @@ asio::awaitable<response> async_replay_journal(gateway& gw, route_context& ctx) 
     const std::uint64_t now = core::system_wall_clock_ms();
     std::uint64_t next = std::max(f.from_seq, first_kept);
     if (next <= f.to_seq) {
+        const auto routes = gw.routing.load();
         auto read = gw.journal.read_timed_ops(next - 1, std::min<std::uint64_t>(scan_max, f.to_seq - next + 1));
         if (!read) co_return detail::journal_error(req, read.error());
         for (auto& r : read.value()) {
             if (r.seq > f.to_seq) break;
             ++t.scanned;
             next = r.seq + 1;
-            if (matches(f, gw.map, r.seq, r.append_ms, r.op)) take_op(gw, f, now, std::move(r.op), t, batch);
+            if (matches(f, routes->read_map(), r.seq, r.append_ms, r.op)) take_op(gw, f, now, std::move(r.op), t, batch);
         }
         if (read.value().empty()) next = f.to_seq + 1;
     }
@@ -347,9 +348,10 @@ asio::awaitable<response> async_replay_records(gateway& gw, route_context& ctx) 
     replay_tally t;
     std::vector<core::op> batch;
     const std::uint64_t now = core::system_wall_clock_ms();
+    const auto routes = gw.routing.load();
     for (auto& r : records) {
         ++t.scanned;
-        if (matches(f, gw.map, r.seq, r.append_ms, r.op)) take_op(gw, f, now, std::move(r.op), t, batch);
+        if (matches(f, routes->read_map(), r.seq, r.append_ms, r.op)) take_op(gw, f, now, std::move(r.op), t, batch);
     }
     if (auto failure = co_await async_append_replayed(gw, f, std::move(batch), t)) {
         co_return detail::journal_error(req, *failure);

@@ -95,7 +95,7 @@ asio::awaitable<response> async_get_edge(gateway& gw, route_context& ctx, bool c
     const auto& wp = std::get<detail::wait_params>(wait);
     const auto ids = detail::parse_id_format(ctx);
     if (auto* e = std::get_if<input_error>(&ids)) co_return detail::bad_field(req, e->field, e->detail);
-    const core::shard_index shard = gw.map.shard_of_id(*source);
+    const core::shard_index shard = gw.routing.load()->read_map().shard_of_id(*source);
     if (wp.after) {
         std::vector<core::shard_index> needed(1, shard);  // not a braced list inside a coroutine: g++ 12
         if (auto p = co_await detail::async_wait_after(gw, req, wp, std::move(needed))) co_return std::move(*p);

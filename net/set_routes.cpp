@@ -35,7 +35,7 @@ id_fetch fetch_for(gateway& gw, const std::string& graph, const set_term& q, boo
         const auto scan = [&](shards::mariadb_conn& conn) {
             return shards::async_scan_other_ids(conn, graph, q.node_id, direction, q.states, after_id, n, descending);
         };
-        auto r = co_await gw.shards.at(gw.map.shard_of_id(q.node_id)).async_read(scan);
+        auto r = co_await gw.shards.at(gw.routing.load()->read_map().shard_of_id(q.node_id)).async_read(scan);
         if (r && descending) {
             for (auto& id : r.value()) id = -id;
         }
@@ -54,7 +54,7 @@ set_expr expr_for(gateway& gw, const std::string& graph, const set_term& t, bool
 }
 
 void leaf_shards(const gateway& gw, const set_term& t, std::vector<core::shard_index>& out) {
-    if (t.op.empty()) out.push_back(gw.map.shard_of_id(t.node_id));
+    if (t.op.empty()) out.push_back(gw.routing.load()->read_map().shard_of_id(t.node_id));
     for (const auto& o : t.operands) leaf_shards(gw, o, out);
 }
 

@@ -37,11 +37,11 @@ constexpr std::uint64_t idle_probe_ms = 5'000;
 
 }  // namespace
 
-apply_worker::apply_worker(asio::any_io_executor ex, journal::journal& j, const core::shard_map& map,
+apply_worker::apply_worker(asio::any_io_executor ex, journal::journal& j, const core::routing& routing,
                            apply_target& target, apply_worker_options opts, core::registry& metrics)
     : strand_(asio::make_strand(ex)),
       journal_(j),
-      map_(map),
+      routing_(routing),
       target_(target),
       opts_(std::move(opts)),
       wake_(strand_),
@@ -171,10 +171,17 @@ std::chrono::milliseconds apply_worker::retry_delay(std::uint32_t attempts) {
     return std::chrono::milliseconds(jitter(rng_));
 }
 
-asio::awaitable<core::result<void>> apply_worker::async_apply(apply_session& session,
+asio::awaitable<core::result<void>> apply_worker::async_apply(apply_session& session, const core::shard_map& rows,
                                                               std::span<const core::op* const> ops) {
-    const apply_context ctx{map_, *opts_.counters, *opts_.cells, *opts_.entities, now_ms()};
+    const apply_context ctx{rows, *opts_.counters, *opts_.cells, *opts_.entities, now_ms()};
     co_return co_await session.async_apply(ctx, opts_.shard, ops);
+}
+
+asio::awaitable<core::result<void>> apply_worker::async_apply_one(apply_session& session, std::uint64_t seq,
+                                                                  const core::op& o) {
+    const auto table = routing_.load();
+    const std::array<const core::op*, 1> one{&o};
+    co_return co_await async_apply(session, table->apply_map(opts_.shard, seq, false), one);
 }
 
 asio::awaitable<bool> apply_worker::async_ensure_schema() {
@@ -183,7 +190,8 @@ asio::awaitable<bool> apply_worker::async_ensure_schema() {
         note_outage("connecting", target_.describe_open_failure(session.error()));
         co_return false;
     }
-    const apply_context ctx{map_, *opts_.counters, *opts_.cells, *opts_.entities, now_ms()};
+    const auto table = routing_.load();
+    const apply_context ctx{table->map(), *opts_.counters, *opts_.cells, *opts_.entities, now_ms()};
     auto r = co_await session.value()->async_create_schema(ctx);
     if (!r) {
         note_outage("creating tables", session.value()->describe(r.error()));
@@ -442,9 +450,8 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_reapply_late(app
             auto decoded = core::decode_op(l.op_bytes);
             core::result<void> r = decoded ? core::success() : core::result<void>(decoded.error());
             if (decoded) {
-                std::array<const core::op*, 1> one{&decoded.value()};
                 for (int attempt = 0; attempt <= retry_now_max; ++attempt) {
-                    r = co_await async_apply(s, one);
+                    r = co_await async_apply_one(s, l.seq, decoded.value());
                     if (r || r.error() != core::errc::shard_retry) break;
                 }
             }
@@ -483,7 +490,11 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_reapply_late(app
 asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
     const core::shard_index shard = opts_.shard;
     const std::uint64_t cursor = journal_.cursor(shard);
-    if (journal_.last_seq() <= cursor) co_return step_outcome::idle;
+    // Routed by the table read together with the journal's last seq, and only the ops through that
+    // seq are taken: an op at or past the adoption seq of a table installed later is never taken
+    // under an older one (core::routing::install_at).
+    const auto [last, table] = routing_.load_with_last([this] { return journal_.last_seq(); });
+    if (last <= cursor) co_return step_outcome::idle;
     // Every shard's worker reads the same ranges: one of them decodes a range, the others share it.
     auto read = journal_.read_ops_shared(cursor, opts_.lim.apply_batch_ops_max, opts_.lim.apply_batch_bytes_max);
     if (!read) {
@@ -508,18 +519,29 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
         held = std::move(r).value();
         look_ahead_ = !held.empty();
     }
+    // One batch is applied under one rule: it ends where the table's next segment starts (a split's
+    // adoption or cut-over seq).
+    const std::uint64_t first = batch.front().first;
+    // A split's new shard is held until the copy of its range is written: it waits here.
+    if (first > last || !table->may_apply(shard, first)) co_return step_outcome::idle;
+    const std::uint64_t through = std::min(last, table->segment_last(first));
+    const core::shard_map& rows = table->apply_map(shard, first, false);
+    const core::shard_map& counters = table->apply_map(shard, first, true);
     std::vector<const core::op*> mine;
     std::vector<std::uint64_t> mine_seqs;
+    std::uint64_t taken_through = first;
     for (const auto& [seq, o] : batch) {
+        if (seq > through) break;
+        taken_through = seq;
         if (held.contains(seq)) continue;
-        if (touches_shard(o, map_, shard)) {
+        if (touches_shard(o, o.kind() == core::model::counter ? counters : rows, shard)) {
             mine.push_back(&o);
             mine_seqs.push_back(seq);
         }
     }
     journal::apply_outcome outcome;
     outcome.shard = shard;
-    outcome.cursor = batch.back().first;
+    outcome.cursor = taken_through;
 
     if (!mine.empty()) {
         const auto started = std::chrono::steady_clock::now();
@@ -535,7 +557,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
         }
         core::result<void> r = core::success();
         for (int attempt = 0; attempt <= retry_now_max; ++attempt) {
-            r = co_await async_apply(s, mine);
+            r = co_await async_apply(s, rows, mine);
             if (r || r.error() != core::errc::shard_retry) break;
         }
         if (!r && is_outage(r.error())) {
@@ -549,7 +571,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
                 std::array<const core::op*, 1> one{mine[i]};
                 core::result<void> r1 = core::success();
                 for (int attempt = 0; attempt <= retry_now_max; ++attempt) {
-                    r1 = co_await async_apply(s, one);
+                    r1 = co_await async_apply(s, rows, one);
                     if (r1 || r1.error() != core::errc::shard_retry) break;
                 }
                 if (r1) continue;
@@ -564,7 +586,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
         }
         // Before the cursor commit: were the mark written and the commit lost, the batch is applied
         // again, and the mark claimed nothing the shard does not hold.
-        if (auto m = co_await async_write_mark(s, batch.back().first); !m) {
+        if (auto m = co_await async_write_mark(s, taken_through); !m) {
             if (is_outage(m.error())) {
                 note_outage("writing the applied mark", s.describe(m.error()));
                 co_return step_outcome::outage;
@@ -581,7 +603,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
         spdlog::error("shard {}: committing the cursor failed: {}", shard, committed.error().message());
         co_return step_outcome::journal_error;
     }
-    applied_seq_ = batch.back().first;
+    applied_seq_ = taken_through;
     m_applied_seq_.set(static_cast<double>(applied_seq_.load()));
     wake_waiters();
     if (!shard_up_.exchange(true)) spdlog::info("shard {}: applying again", shard);
@@ -616,8 +638,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_retry_errors() {
         bool retry_at_once = false;
         outcome.remove_errors.push_back(std::move(task));
         if (decoded) {
-            std::array<const core::op*, 1> one{&decoded.value()};
-            auto r = co_await async_apply(s, one);
+            auto r = co_await async_apply_one(s, next.seq, decoded.value());
             if (r) {
                 m_applied_ops_.inc();
                 outcomes_.add(now_ms(), 1, 0);

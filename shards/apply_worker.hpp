@@ -3,7 +3,7 @@
 // shard), advances the cursor, and re-feeds the shard's error queue through the same apply
 // function. Runs as one coroutine on its own strand (or is stepped by a simulation, see
 // async_step); notify() and the accessors are thread-safe. Owns nothing it is given: journal,
-// map and target must outlive it.
+// routing and target must outlive it.
 #pragma once
 
 #include <utility>  // Boost 1.74's awaitable.hpp forgets it.
@@ -16,7 +16,7 @@
 #include "core/minute_window.hpp"
 #include "core/op.hpp"
 #include "core/result.hpp"
-#include "core/shard_map.hpp"
+#include "core/routing.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -62,7 +62,9 @@ struct apply_worker_options {
 
 class apply_worker {
 public:
-    apply_worker(boost::asio::any_io_executor ex, journal::journal& j, const core::shard_map& map,
+    // Ops are routed by the table routing holds when each batch is read (core/routing.hpp); after
+    // installing a new one, notify() the worker so that a held shard looks again.
+    apply_worker(boost::asio::any_io_executor ex, journal::journal& j, const core::routing& routing,
                  apply_target& target, apply_worker_options opts, core::registry& metrics);
     ~apply_worker();
 
@@ -136,7 +138,11 @@ private:
     boost::asio::awaitable<step_outcome> async_idle_probe();
     // Applies ops in one transaction: the one apply function that batches, isolated ops and
     // error-queue retries all go through.
-    boost::asio::awaitable<core::result<void>> async_apply(apply_session& s, std::span<const core::op* const> ops);
+    // rows: the map by which this shard takes the ops' rows (core::route_table::apply_map).
+    boost::asio::awaitable<core::result<void>> async_apply(apply_session& s, const core::shard_map& rows,
+                                                           std::span<const core::op* const> ops);
+    // async_apply of one op with its seq, routed by the table in force.
+    boost::asio::awaitable<core::result<void>> async_apply_one(apply_session& s, std::uint64_t seq, const core::op& o);
     boost::asio::awaitable<void> async_sleep(std::chrono::milliseconds d);
     // Marks the shard down (logged once per outage) and doubles outage_delay_.
     // `detail` is the failure as the target or session describes it (the server's own reason).
@@ -158,7 +164,7 @@ private:
 
     boost::asio::strand<boost::asio::any_io_executor> strand_;
     journal::journal& journal_;
-    const core::shard_map& map_;
+    const core::routing& routing_;
     apply_target& target_;
     apply_worker_options opts_;
     bool schema_ready_ = false;  // on the strand

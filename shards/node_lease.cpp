@@ -2,6 +2,7 @@
 
 #include "core/log_task_end.hpp"
 #include "journal/journal.hpp"
+#include "shards/shard_identity.hpp"
 #include "shards/shard_set.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -55,6 +56,16 @@ core::result<lease_verdict> claim_lease_now(const conn_params& p, const lease_cl
 
 core::result<void> release_lease_now(const conn_params& p, const lease_claim& claim) {
     return run_alone<void>(p, [&](mariadb_conn& c) { return async_release_lease(c, claim); });
+}
+
+core::result<std::optional<std::uint32_t>> read_base_shard_count_now(const conn_params& p) {
+    return run_alone<std::optional<std::uint32_t>>(
+        p, [](mariadb_conn& c) -> asio::awaitable<core::result<std::optional<std::uint32_t>>> {
+            auto id = co_await async_read_shard_identity(c);
+            if (!id) co_return id.error();
+            if (!id.value()) co_return std::optional<std::uint32_t>();
+            co_return std::optional<std::uint32_t>(id.value()->count);
+        });
 }
 
 node_lease_keeper::node_lease_keeper(asio::any_io_executor ex, shard_set& set, const journal::journal& j,

@@ -18,7 +18,9 @@
 #include <boost/asio/strand.hpp>
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace cairn::journal {
@@ -33,6 +35,9 @@ class shard_set;
 // the shard set runs) and its end (after it stopped). Bounded by p's connect and query timeouts.
 core::result<lease_verdict> claim_lease_now(const conn_params& p, const lease_claim& claim);
 core::result<void> release_lease_now(const conn_params& p, const lease_claim& claim);
+// How many shards shard 0's identity says the deployment started with (the shard map's version 1), or
+// none when shard 0 has no identity yet (this gateway is the first).
+core::result<std::optional<std::uint32_t>> read_base_shard_count_now(const conn_params& p);
 
 class node_lease_keeper {
 public:

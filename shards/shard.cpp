@@ -12,14 +12,14 @@
 
 namespace cairn::shards {
 
-shard::shard(boost::asio::any_io_executor ex, journal::journal& j, const core::shard_map& map, shard_options opts,
+shard::shard(boost::asio::any_io_executor ex, journal::journal& j, const core::routing& routing, shard_options opts,
              core::registry& metrics)
     : index_(opts.index),
       read_pool_(std::make_unique<pool>(ex, opts.conn, opts.lim.read_pool_connections)),
       apply_pool_(std::make_unique<pool>(ex, opts.conn, 1)),
       target_(make_mariadb_apply_target(*apply_pool_)) {
     // No connection to a database that another gateway's config placed elsewhere in the map.
-    const std::uint32_t count = map.size();
+    const std::uint32_t count = opts.config_shards;
     pool::connection_check check = [index = static_cast<std::uint32_t>(index_), count](mariadb_conn& c) {
         return async_check_shard_identity(c, index, count);
     };
@@ -46,7 +46,7 @@ shard::shard(boost::asio::any_io_executor ex, journal::journal& j, const core::s
     wo.counters = std::move(opts.counters);
     wo.cells = std::move(opts.cells);
     wo.entities = std::move(opts.entities);
-    worker_ = std::make_unique<apply_worker>(ex, j, map, *target_, std::move(wo), metrics);
+    worker_ = std::make_unique<apply_worker>(ex, j, routing, *target_, std::move(wo), metrics);
     metrics.add_callback_gauge("cairn_apply_lag_ops", "Journaled ops not yet applied on the shard", shard_label,
                                [&j, w = worker_.get()] {
                                    const auto last = j.last_seq();

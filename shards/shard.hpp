@@ -15,7 +15,7 @@
 #include "core/metrics.hpp"
 #include "core/minute_window.hpp"
 #include "core/result.hpp"
-#include "core/shard_map.hpp"
+#include "core/routing.hpp"
 #include "shards/mariadb_conn.hpp"
 #include "shards/outage.hpp"
 #include "shards/pool.hpp"
@@ -49,6 +49,7 @@ struct node_count_key;
 
 struct shard_options {
     core::shard_index index = 0;
+    std::uint32_t config_shards = 1;  // how many [[shards]] the gateway's config lists (the identity check)
     conn_params conn;
     std::vector<conn_params> replicas;  // read sources within limits.replica_staleness_max (shards/replicas.hpp)
     core::limits lim;
@@ -60,8 +61,8 @@ struct shard_options {
 
 class shard {
 public:
-    // j and map must outlive the shard. Registers the shard's metrics (labelled shard=<index>).
-    shard(boost::asio::any_io_executor ex, journal::journal& j, const core::shard_map& map, shard_options opts,
+    // j and routing must outlive the shard. Registers the shard's metrics (labelled shard=<index>).
+    shard(boost::asio::any_io_executor ex, journal::journal& j, const core::routing& routing, shard_options opts,
           core::registry& metrics);
     ~shard();
     shard(const shard&) = delete;

@@ -28,6 +28,18 @@ std::string failed(const mariadb_conn& conn, std::string_view what) {
 
 }  // namespace
 
+asio::awaitable<core::result<std::optional<shard_identity>>> async_read_shard_identity(mariadb_conn& conn) {
+    auto row = co_await conn.async_query(read_sql);
+    if (!row && tables_missing(conn)) co_return std::optional<shard_identity>();
+    if (!row) co_return row.error();
+    if (row.value().size() == 0) co_return std::optional<shard_identity>();
+    shard_identity id;
+    id.index = static_cast<std::uint32_t>(row.value().uint64_at(0, 0));
+    id.count = static_cast<std::uint32_t>(row.value().uint64_at(0, 1));
+    id.map_version = static_cast<std::uint32_t>(row.value().uint64_at(0, 2));
+    co_return id;
+}
+
 asio::awaitable<std::string> async_check_shard_identity(mariadb_conn& conn, std::uint32_t index, std::uint32_t count) {
     auto row = co_await conn.async_query(read_sql);
     if (!row && tables_missing(conn)) {
@@ -45,11 +57,13 @@ asio::awaitable<std::string> async_check_shard_identity(mariadb_conn& conn, std:
     const auto held_index = row.value().uint64_at(0, 0);
     const auto held_count = row.value().uint64_at(0, 1);
     const auto held_version = row.value().uint64_at(0, 2);
-    if (held_index == index && held_count == count && held_version == shard_map_version) co_return std::string();
+    // A config may list more shards than the first gateway's did (a shard added ahead of a split,
+    // docs/resharding.md): the map on shard 0, not the count, says where keys live. Fewer it may not.
+    if (held_index == index && held_count <= count) co_return std::string();
     co_return fmt::format(
         "this database is shard {} of {} (shard map version {}), but this gateway's config lists it as shard {} of {}: "
-        "every gateway must list the same [[shards]] in the same order (docs/operations.md, \"The shard map\"); "
-        "nothing is read from or applied to it until the config is fixed",
+        "every gateway must list the same [[shards]] in the same order, at least as many as the first gateway did "
+        "(docs/operations.md, \"The shard map\"); nothing is read from or applied to it until the config is fixed",
         held_index, held_count, held_version, index, count);
 }
 

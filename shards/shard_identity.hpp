@@ -12,7 +12,10 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include "core/result.hpp"
+
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace cairn::shards {
@@ -23,8 +26,18 @@ class mariadb_conn;
 inline constexpr std::uint32_t shard_map_version = 1;
 
 // Checks (and on a database that has none yet, writes) the identity of the shard behind conn, which
-// the config lists as shard `index` of `count`. Returns an empty string when it matches, else why not,
-// as an operator reads it (a mismatch, or a failed query: then MariaDB's own error).
+// the config lists as shard `index` of `count`. It matches when the index is the same and the count
+// stored (the first gateway's) is at most `count`: shards listed beyond it wait to take half of a
+// split (docs/resharding.md). Returns an empty string when it matches, else why not, as an operator
+// reads it (a mismatch, or a failed query: then MariaDB's own error).
 boost::asio::awaitable<std::string> async_check_shard_identity(mariadb_conn& conn, std::uint32_t index, std::uint32_t count);
+
+struct shard_identity {
+    std::uint32_t index = 0;
+    std::uint32_t count = 0;  // how many shards the first gateway's config listed: the map's version 1
+    std::uint32_t map_version = 1;
+};
+// The identity row, if the database has one (tables missing: none). Errors: those of mariadb_conn.
+boost::asio::awaitable<core::result<std::optional<shard_identity>>> async_read_shard_identity(mariadb_conn& conn);
 
 }  // namespace cairn::shards

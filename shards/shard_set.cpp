@@ -8,15 +8,16 @@
 
 namespace cairn::shards {
 
-shard_set::shard_set(boost::asio::any_io_executor ex, journal::journal& j, const core::shard_map& map,
+shard_set::shard_set(boost::asio::any_io_executor ex, journal::journal& j, const core::routing& routing,
                      const core::config& cfg, core::registry& metrics)
-    : map_(map) {
+    : routing_(routing) {
     const auto counters = std::make_shared<const core::counter_catalog>(cfg.counters);
     const auto cells = std::make_shared<const core::cell_config>(cfg.cells);
     const auto entities = std::make_shared<const core::entity_config>(cfg.entities);
     for (std::uint32_t i = 0; i < cfg.shards.size(); ++i) {
         shard_options o;
         o.index = i;
+        o.config_shards = static_cast<std::uint32_t>(cfg.shards.size());
         o.conn = conn_params_of(cfg, i);
         for (const auto& r : cfg.shards[i].replicas) {
             conn_params p = o.conn;
@@ -29,7 +30,7 @@ shard_set::shard_set(boost::asio::any_io_executor ex, journal::journal& j, const
         o.counters = counters;
         o.cells = cells;
         o.entities = entities;
-        shards_.push_back(std::make_unique<shard>(ex, j, map, std::move(o), metrics));
+        shards_.push_back(std::make_unique<shard>(ex, j, routing, std::move(o), metrics));
     }
 }
 

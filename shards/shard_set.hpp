@@ -10,7 +10,7 @@
 #include "core/log_task_end.hpp"
 #include "core/metrics.hpp"
 #include "core/result.hpp"
-#include "core/shard_map.hpp"
+#include "core/routing.hpp"
 #include "shards/shard.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -33,16 +33,16 @@ conn_params conn_params_of(const core::config& cfg, core::shard_index i);
 
 class shard_set {
 public:
-    // One shard per cfg.shards entry, on ex. j and map must outlive the set.
-    shard_set(boost::asio::any_io_executor ex, journal::journal& j, const core::shard_map& map,
+    // One shard per cfg.shards entry, on ex. j and routing must outlive the set.
+    shard_set(boost::asio::any_io_executor ex, journal::journal& j, const core::routing& routing,
               const core::config& cfg, core::registry& metrics);
     ~shard_set();
     shard_set(const shard_set&) = delete;
     shard_set& operator=(const shard_set&) = delete;
 
     std::size_t size() const noexcept { return shards_.size(); }
-    // Which shard holds a key (the map the set was built with).
-    const core::shard_map& map() const noexcept { return map_; }
+    // Which shard holds a key: the route table in force (core/routing.hpp).
+    const core::routing& routing() const noexcept { return routing_; }
     // Asserts that i < size().
     shard& at(core::shard_index i) const;
 
@@ -90,7 +90,7 @@ private:
     static boost::asio::awaitable<void> async_fan_out_one(std::shared_ptr<fan_out_state> st, Task task,
                                                           core::shard_index shard);
 
-    const core::shard_map& map_;
+    const core::routing& routing_;
     std::vector<std::unique_ptr<shard>> shards_;
 };
 

@@ -29,7 +29,7 @@ inline constexpr const char* db_late = "late";    // as edits
 inline constexpr unsigned dbs_used = 9;
 static_assert(dbs_used <= dbs_max);
 
-// meta keys; every value is a big-endian u64.
+// meta keys; every value is a big-endian u64, but meta_route's.
 inline constexpr std::string_view meta_node_id = "node_id";
 inline constexpr std::string_view meta_format_version = "format_version";
 inline constexpr std::string_view meta_next_seq = "next_seq";  // the seq the next op gets
@@ -39,6 +39,9 @@ inline constexpr std::string_view meta_ts_max = "ts_max";      // the greatest t
 inline constexpr std::string_view meta_journal_id = "journal_id";
 // Followed by the shard (4 bytes, big-endian): the number of that shard's last late application.
 inline constexpr std::string_view meta_late_last_prefix = "late_last/";
+// The route table this gateway routes by (core::route_table::to_text), once it has followed a split.
+inline constexpr std::string_view meta_route = "route";
+inline constexpr std::size_t route_bytes_max = 64 * 1024;
 
 inline constexpr std::size_t seq_bytes = 8;
 inline constexpr std::size_t shard_bytes = 4;

@@ -81,14 +81,6 @@ asio::awaitable<response> async_journal_write(gateway& gw, route_context& ctx, s
     auto wait = parse_wait_params(ctx, gw.lim, 0, gw.journal.node_id());
     if (auto* e = std::get_if<input_error>(&wait)) co_return bad_field(req, e->field, e->detail);
     const auto wait_timeout = std::get<wait_params>(wait).timeout;
-    std::vector<core::shard_index> touched;
-    if (wait_mode) {
-        for (const auto& o : ops) {
-            for (const auto s : shards::shards_of(o, gw.map)) touched.push_back(s);
-        }
-        std::sort(touched.begin(), touched.end());
-        touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-    }
     std::string key;
     if (auto it = req.find("Idempotency-Key"); it != req.end()) {
         key = std::string(it->value());
@@ -106,6 +98,16 @@ asio::awaitable<response> async_journal_write(gateway& gw, route_context& ctx, s
         auto r = co_await shards::async_append(gw.journal, ops, key);
         if (r) {
             if (wait_mode) {
+                // The shards a read of these ops goes to, by the route table in force now that
+                // their seqs are known (a split routes by seq: docs/resharding.md).
+                const auto routes = gw.routing.load();
+                std::vector<core::shard_index> touched;
+                for (std::size_t i = 0; i < ops.size(); ++i) {
+                    const auto& map = routes->wait_map(r.value().first_seq + i, ops[i].kind() == core::model::counter);
+                    for (const auto s : shards::shards_of(ops[i], map)) touched.push_back(s);
+                }
+                std::sort(touched.begin(), touched.end());
+                touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
                 auto behind = co_await gw.shards.async_wait_applied(r.value().last_seq, std::move(touched), wait_timeout);
                 if (!behind.empty()) {
                     co_return not_applied_problem(req, r.value().last_seq, behind, wait_timeout,

@@ -1,7 +1,10 @@
 // Fuzz target: the text of a shard map, as stored on shard 0 for online resharding
-// (docs/resharding.md) — a row an operator can edit, so parsed as untrusted. A map parses only if it
-// is exactly what to_text() makes of some map; a parsed map routes every hash to the shard whose
-// range holds it, and a split of any shard keeps every other shard's hashes where they were.
+// (docs/resharding.md) — a row an operator can edit, so parsed as untrusted — and the text of a route
+// table, as a gateway's journal keeps it (journal::route_record). A map parses only if it is exactly
+// what to_text() makes of some map; a parsed map routes every hash to the shard whose range holds it,
+// and a split of any shard keeps every other shard's hashes where they were. A route table parses only
+// if it is exactly what its to_text() makes, and it routes every row to at least one shard it has.
+#include "core/route_table.hpp"
 #include "core/shard_map.hpp"
 
 #include <cstdint>
@@ -9,8 +12,35 @@
 #include <cstring>
 #include <string_view>
 
+namespace {
+
+void check_route_table(std::string_view text, std::uint64_t probe) {
+    auto parsed = cairn::core::route_table::parse(text);
+    if (!parsed) return;
+    const auto& t = parsed.value();
+    if (t.to_text() != text) std::abort();
+    for (const std::uint64_t seq : {std::uint64_t{1}, probe % 1000, probe}) {
+        for (const bool counter : {false, true}) {
+            bool someone = false;
+            for (cairn::core::shard_index s = 0; s < t.shards(); ++s) {
+                const auto& m = t.apply_map(s, seq, counter);
+                if (m.shard_of_hash(probe) == s) someone = true;
+            }
+            if (!someone) std::abort();
+        }
+        if (t.read_map().shard_of_hash(probe) >= t.shards() || t.segment_last(seq) < seq) std::abort();
+    }
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);
+    {
+        std::uint64_t probe = 0;
+        for (std::size_t i = 0; i < size; ++i) probe = probe * 131 + data[i];
+        check_route_table(text, probe);
+    }
     auto parsed = cairn::core::shard_map::parse(text);
     if (!parsed) return 0;
     const auto& m = parsed.value();

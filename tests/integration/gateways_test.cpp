@@ -190,8 +190,8 @@ TEST(gateways, metrics_show_the_window_only_this_gateway_holds) {
 }
 
 // The shard map (docs/operations.md, "The shard map"): each shard's database keeps its place, and a
-// gateway whose [[shards]] list it elsewhere, or list another count, applies nothing to it and reads
-// nothing from it; its writes wait in its journal.
+// gateway whose [[shards]] list it elsewhere applies nothing to it and reads nothing from it; its
+// writes wait in its journal.
 TEST(gateways, a_gateway_that_lists_the_shards_in_another_order_touches_neither) {
     CAIRN_REQUIRE_SHARDS(2u);
     const std::string db = "cairn_gw_map";
@@ -241,12 +241,22 @@ TEST(gateways, a_gateway_that_lists_the_shards_in_another_order_touches_neither)
     EXPECT_EQ(stored.count({"g", 1, 2, 0}), 1u);
     EXPECT_EQ(b.terminate(), 0) << b.log_tail();
 
-    // Three shards (another count; the third is shard 0 again) are refused everywhere too.
+    // A third shard listed after the two (as ahead of a split, docs/resharding.md) changes no key's
+    // shard: keys route by the two the deployment started with (shard 0's identity); the third, which
+    // is shard 0's database again, is refused.
     auto three = gateway(db, 3);
     three.shards = {shards[0], shards[1], shards[0]};
     cairnd_process c(three);
     ASSERT_TRUE(c.start()) << c.log_tail();
     EXPECT_TRUE(refused_within(c, "but this gateway's config lists it as shard 2 of 3")) << c.log_tail();
+    auto wc = http_post(c.port(), "/v1/graphs/g/edges?wait=applied", fmt::format(R"({{"source_id": 7, "destination_id": {}}})", far));
+    ASSERT_TRUE(wc);
+    EXPECT_EQ(wc->status, 202) << wc->body;
+    for (std::size_t i = 0; i < 2; ++i) {
+        auto rows = query_sql(shards[i], fmt::format("SELECT node_id FROM edges WHERE direction = 0 AND node_id = 7"), db);
+        ASSERT_TRUE(rows) << rows.error().message();
+        EXPECT_EQ(rows.value().size(), map.shard_of_id(7) == i ? 1u : 0u) << "shard " << i;
+    }
     EXPECT_EQ(c.terminate(), 0) << c.log_tail();
 
     // The first gateway goes on as before.

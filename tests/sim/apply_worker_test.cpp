@@ -65,7 +65,7 @@ protected:
         wo.wall_ms = [this] { return now_; };
         wo.late_check = late_check_;
         metrics_ = std::make_unique<core::registry>();
-        worker_ = std::make_unique<shards::apply_worker>(ioc_.get_executor(), *journal_, map_, shard_, wo, *metrics_);
+        worker_ = std::make_unique<shards::apply_worker>(ioc_.get_executor(), *journal_, routing_, shard_, wo, *metrics_);
     }
 
     template <class T>
@@ -101,6 +101,7 @@ protected:
     core::hlc clock_{1, [this] { return now_; }};
     core::limits lim_;
     core::shard_map map_ = core::shard_map::equal_ranges(1);
+    core::routing routing_{core::route_table(1, map_)};
     asio::io_context ioc_{1};
     memory_shard shard_{0, 7};
     std::unique_ptr<core::registry> metrics_;

@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
     std::mutex mu;
     std::atomic<std::uint64_t> next{0};
     std::uint64_t done = 0, last_seed = 0, statements = 0, acked = 0, crashes = 0, dead = 0, failovers = 0, failovers_late = 0;
+    std::uint64_t splits = 0, split_ops = 0;
     std::vector<std::uint64_t> late_seeds;  // seeds with such a failover, for replays and simulator_test
     std::map<std::uint64_t, std::string> failures;
     const auto deadline = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -117,6 +118,8 @@ int main(int argc, char** argv) {
             dead += r.dead_letters;
             failovers += r.failovers;
             failovers_late += r.failovers_late;
+            splits += r.splits;
+            split_ops += r.split_ops;
             if (r.failovers_late > 0) late_seeds.push_back(o.seed);
             if (!r.ok) failures[o.seed] = r.failure;
             ++done;
@@ -145,9 +148,9 @@ int main(int argc, char** argv) {
     std::cout << fmt::format("simulation: seeds={} failures={}\n", done, failures.size());
     std::cout << fmt::format("  seeds {}..{} ({} seeds) in {:.1f} s; {} acknowledged ops, {} shard statements, {} gateway crashes, "
                              "{} dead letters, {} shard failovers ({} to a replica that lacked an op applied late below "
-                             "its mark)\n",
+                             "its mark), {} shard splits ({} ops routed to a split's new shard)\n",
                              first_seed, done == 0 ? first_seed : last_seed, done, secs, acked, statements, crashes, dead,
-                             failovers, failovers_late);
+                             failovers, failovers_late, splits, split_ops);
     if (!late_seeds.empty()) {
         std::sort(late_seeds.begin(), late_seeds.end());
         if (late_seeds.size() > 20) late_seeds.resize(20);

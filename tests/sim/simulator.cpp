@@ -8,6 +8,7 @@
 #include "core/indexes.hpp"
 #include "core/limits.hpp"
 #include "core/metrics.hpp"
+#include "core/routing.hpp"
 #include "core/shard_map.hpp"
 #include "journal/journal.hpp"
 #include "shards/apply_worker.hpp"
@@ -87,18 +88,20 @@ public:
         : opts_(o),
           rng_(o.seed),
           shard_count_(2 + static_cast<std::uint32_t>(o.seed % 2)),
+          with_split_((o.seed / 2) % 2 == 1),
+          total_shards_(shard_count_ + (with_split_ ? 1 : 0)),
           map_(core::shard_map::equal_ranges(shard_count_)) {
         const fs::path base = opts_.dir.empty() ? (fs::exists("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path())
                                                 : fs::path(opts_.dir);
         dir_ = base / fmt::format("cairn-sim-{}-{}", ::getpid(), opts_.seed);
         fs::remove_all(dir_);
-        for (core::shard_index i = 0; i < shard_count_; ++i) {
+        for (core::shard_index i = 0; i < total_shards_; ++i) {
             shards_.push_back(std::make_unique<memory_shard>(i, opts_.seed * 1'000'003 + i));
             shards_.back()->set_swallow_rejections_for_test(opts_.swallow_rejections);
             shards_.back()->set_faults(random_faults());
         }
-        last_cursor_.assign(shard_count_, 0);
-        failed_over_.assign(shard_count_, false);
+        last_cursor_.assign(total_shards_, 0);
+        failed_over_.assign(total_shards_, false);
     }
 
     ~simulator() {
@@ -170,7 +173,7 @@ private:
         gw_.clock = std::make_unique<core::hlc>(1, [this] { return now_ms_; });
         journal::options jo;
         jo.path = dir_.string();
-        jo.shard_count = shard_count_;
+        jo.shard_count = total_shards_;
         jo.node_id = 1;
         jo.retention = std::chrono::hours(24 * 30);
         jo.size_bytes_max = 64ull << 20;
@@ -181,14 +184,14 @@ private:
             return;
         }
         gw_.journal = std::move(j).value();
-        for (core::shard_index i = 0; i < shard_count_; ++i) {
+        for (core::shard_index i = 0; i < total_shards_; ++i) {
             shards::apply_worker_options wo;
             wo.shard = i;
             wo.lim = limits_;
             wo.wall_ms = [this] { return now_ms_; };
             wo.mark_check = !opts_.skip_mark_check;
             wo.late_check = !opts_.skip_late_check;
-            gw_.workers.push_back(std::make_unique<shards::apply_worker>(ioc_.get_executor(), *gw_.journal, map_,
+            gw_.workers.push_back(std::make_unique<shards::apply_worker>(ioc_.get_executor(), *gw_.journal, routing_,
                                                                          *shards_[i], wo, *gw_.metrics));
         }
     }
@@ -325,28 +328,53 @@ private:
         }
     }
 
-    void record_acked(std::uint64_t seq, const core::op& o) {
-        std::uint32_t owners = 0;
-        for (const auto s : shards::shards_of(o, map_)) owners |= 1u << s;
-        // Worked out here, not only by the routing under test: an entity's row on its id's shard, a
-        // cell's on its row key's, each index row on its value's shard, an index definition on
-        // every shard. A route that forgot one fails here.
-        std::optional<std::uint32_t> want;
-        const auto rows_of = [&](std::string_view home, const std::vector<core::index_entry>& entries) {
-            std::uint32_t bits = 1u << map_.shard_of_hash(core::hash_bytes(home));
-            for (const auto& entry : entries) bits |= 1u << map_.shard_of_hash(entry.shard_hash);
-            return bits;
+    // The hashes of an op's rows (every shard's: empty with all = true).
+    static std::vector<std::uint64_t> row_hashes(const core::op& o, bool& all) {
+        all = false;
+        std::vector<std::uint64_t> out;
+        const auto add_entries = [&](const std::vector<core::index_entry>& entries) {
+            for (const auto& entry : entries) out.push_back(entry.shard_hash);
         };
-        if (const auto* e = std::get_if<core::entity_op>(&o.body)) want = rows_of(e->id, e->entries);
-        if (const auto* c = std::get_if<core::cell_op>(&o.body)) want = rows_of(c->row_key, c->entries);
-        if (std::holds_alternative<core::index_def_op>(o.body)) want = (1u << shard_count_) - 1;
-        if (want && *want != owners) {
-            fail(fmt::format("op {:x} ({}) routes to shards {:#x}, its rows live on {:#x}", o.op_id, describe(o), owners,
-                             *want));
+        if (const auto* e = std::get_if<core::edge_op>(&o.body)) out = {core::hash_id(e->source_id), core::hash_id(e->destination_id)};
+        if (const auto* e = std::get_if<core::entity_op>(&o.body)) out = {core::hash_bytes(e->id)}, add_entries(e->entries);
+        if (const auto* c = std::get_if<core::cell_op>(&o.body)) out = {core::hash_bytes(c->row_key)}, add_entries(c->entries);
+        if (const auto* c = std::get_if<core::counter_op>(&o.body)) out = {c->shard_hash};
+        all = std::holds_alternative<core::node_op>(o.body) || std::holds_alternative<core::index_def_op>(o.body);
+        return out;
+    }
+
+    void record_acked(std::uint64_t seq, const core::op& o) {
+        // The shards whose workers take the op at this seq, by the route table under test.
+        const auto table = routing_.load();
+        std::uint32_t owners = 0;
+        for (core::shard_index s = 0; s < total_shards_; ++s) {
+            if (shards::touches_shard(o, table->apply_map(s, seq, o.kind() == core::model::counter), s)) owners |= 1u << s;
+        }
+        // Worked out here, not only by the routing under test: an entity's row on its id's shard, a
+        // cell's on its row key's, each index row on its value's shard, an index definition (and a
+        // node's registers) on every shard; from a split's adoption seq, the rows in the new shard's
+        // range on it as well, and counter ops there alone (docs/resharding.md). A route that
+        // forgot one fails here.
+        bool all = false;
+        const auto hashes = row_hashes(o, all);
+        std::uint32_t want = all ? (1u << shard_count_) - 1 : 0;
+        for (const auto h : hashes) want |= 1u << map_.shard_of_hash(h);
+        if (split_ && seq >= split_->adoption_seq) {
+            const auto r = next_map_->range_of(shard_count_);
+            bool in_r = all;
+            for (const auto h : hashes) in_r = in_r || r.contains(h);
+            if (in_r) want |= 1u << shard_count_;
+            if (o.kind() == core::model::counter && in_r) want = 1u << shard_count_;
+        }
+        if (want != owners) {
+            fail(fmt::format("op {:x} ({}) at seq {} routes to shards {:#x}, its rows live on {:#x}", o.op_id, describe(o), seq,
+                             owners, want));
         }
         acked_[seq] = {o, owners};
+        if (split_ && (owners & (1u << shard_count_))) ++result_.split_ops;
         by_id_[o.op_id] = o;
         ++seqs_of_id_[o.op_id];
+        owned_by_[o.op_id] |= owners;
         ++result_.acked_ops;
     }
 
@@ -363,7 +391,11 @@ private:
         if (acked_.empty()) return;
         auto it = acked_.lower_bound(1 + below(acked_.rbegin()->first));
         if (it == acked_.end()) return;
-        const auto owners = shards::shards_of(it->second.op, map_);
+        std::vector<core::shard_index> owners;
+        for (core::shard_index s = 0; s < total_shards_; ++s) {
+            if (it->second.owners & (1u << s)) owners.push_back(s);
+        }
+        if (owners.empty()) return;
         const auto s = owners[below(owners.size())];
         shards_[s]->poison(it->second.op.op_id);
         trace(fmt::format("poison op {:x} on shard {}", it->second.op.op_id, s));
@@ -421,9 +453,11 @@ private:
     }
 
     void random_step() {
-        const auto s = static_cast<core::shard_index>(below(shard_count_));
+        const auto s = static_cast<core::shard_index>(below(total_shards_));
         const auto pick = below(100);
-        if (pick < 30) {
+        if (with_split_ && chance(20)) {
+            split_step();
+        } else if (pick < 30) {
             write();
         } else if (pick < 70) {
             step_shard(s);
@@ -492,7 +526,12 @@ private:
 
     // After every step.
     void check_invariants() {
-        for (core::shard_index s = 0; s < shard_count_ && ok(); ++s) {
+        // A held shard applies nothing: before the adoption seq nothing is its, after it the copy
+        // of its range must come first.
+        if (split_ && split_->new_shard_held && !shards_[shard_count_]->applies().empty()) {
+            fail(fmt::format("shard {} applied ops while it was held for the copy of its range", shard_count_));
+        }
+        for (core::shard_index s = 0; s < total_shards_ && ok(); ++s) {
             const auto cursor = gw_.journal->cursor(s);
             const auto& marks = shards_[s]->marks();
             const auto mark_it = marks.find(gw_.journal->node_id());
@@ -545,9 +584,14 @@ private:
                                      s, mark, seq, describe(a.op)));
                 }
             }
-            // Nothing applied that was not acknowledged.
+            // Nothing applied that was not acknowledged, nor on a shard that owned it at none of its
+            // seqs (a counter op applied on both of a split's shards counts twice).
             for (const auto& [id, n] : applies) {
                 if (!by_id_.contains(id)) fail(fmt::format("shard {} applied op {:x}, which was never acknowledged", s, id));
+                if (!(owned_by_.contains(id) && (owned_by_.at(id) & (1u << s)))) {
+                    fail(fmt::format("shard {} applied op {:x} ({}), which is not its at any of its seqs", s, id,
+                                     describe(by_id_.at(id))));
+                }
             }
             // A dead letter is not applied again until it is re-injected (checked for ops journaled
             // once: a replayed copy of the op may be applied on its own).
@@ -568,7 +612,7 @@ private:
     }
 
     bool drained() {
-        for (core::shard_index s = 0; s < shard_count_; ++s) {
+        for (core::shard_index s = 0; s < total_shards_; ++s) {
             if (gw_.journal->cursor(s) != gw_.journal->last_seq()) return false;
             // An idle worker brings its applied mark up to its cursor (or other gateways' reads wait).
             const auto& marks = shards_[s]->marks();
@@ -584,11 +628,46 @@ private:
     void drain(const char* what) {
         for (std::size_t round = 0; round < drain_rounds_max && ok(); ++round) {
             if (drained()) return;
-            for (core::shard_index s = 0; s < shard_count_ && ok(); ++s) step_shard(s);
+            for (core::shard_index s = 0; s < total_shards_ && ok(); ++s) step_shard(s);
             now_ms_ += static_cast<std::uint64_t>(limits_.retry_backoff_max.count());
             if (ok()) check_invariants();
         }
         if (ok() && !drained()) fail(fmt::format("liveness: {}, the queues did not drain in {} rounds", what, drain_rounds_max));
+    }
+
+    // A split of a random shard of the map to the spare shard, one stage at a time: adopted at the
+    // journal's next seq (every op from it that touches the new range also goes to the new shard,
+    // counter ops to it alone), the new shard held; then released, as when its copy is written.
+    void split_step() {
+        if (!split_) {
+            core::split_route sp;
+            sp.from = static_cast<core::shard_index>(below(shard_count_));
+            std::optional<core::error_code> refused;
+            routing_.install_at([this] { return gw_.journal->last_seq(); }, [&](std::uint64_t next_seq) {
+                sp.adoption_seq = next_seq;
+                auto t = core::route_table::splitting(2, map_, sp);
+                if (!t) {
+                    refused = t.error();
+                    return *routing_.load();
+                }
+                return std::move(t).value();
+            });
+            if (refused) return fail("a split the map allows was refused: " + refused->message());
+            next_map_ = map_.split(sp.from).value();
+            split_ = sp;
+            ++result_.splits;
+            trace(fmt::format("split shard {} to shard {}: adopted from seq {}", sp.from, shard_count_, sp.adoption_seq));
+        } else if (split_->new_shard_held) {
+            release_split();
+        }
+    }
+
+    void release_split() {
+        split_->new_shard_held = false;
+        auto t = core::route_table::splitting(2, map_, *split_);
+        if (!t) return fail("releasing the split's new shard was refused: " + t.error().message());
+        routing_.install(std::move(t).value());
+        trace(fmt::format("split: shard {} released", shard_count_));
     }
 
     void finish() {
@@ -598,6 +677,8 @@ private:
             s->set_down(false);
         }
         for (auto& w : gw_.workers) w->set_paused(false);
+        // A held shard waits for its copy, which only an operator's split would bring.
+        if (split_ && split_->new_shard_held) release_split();
         settle();
         drain("after the faults stopped");
         // Some dead letters are re-injected (and then apply), the rest stay dead.
@@ -613,8 +694,12 @@ private:
         if (!dead) return fail("listing dead letters failed");
         std::set<letter_key> still_dead;
         for (const auto& d : dead.value()) still_dead.insert({d.task.shard, d.task.seq});
-        for (core::shard_index s = 0; s < shard_count_ && ok(); ++s) {
+        for (core::shard_index s = 0; s < total_shards_ && ok(); ++s) {
             const memory_shard& shard = *shards_[s];
+            // Where shard s's rows are: a split's new shard takes the next map's (it applies
+            // nothing from before the adoption), the split shard keeps the old map's until a
+            // cut-over (which this simulation does not make), and the others are the same in both.
+            const core::shard_map& rows_map = split_ && s == shard_count_ ? *next_map_ : map_;
             std::set<std::uint64_t> required;
             for (const auto& [seq, a] : acked_) {
                 if ((a.owners & (1u << s)) == 0) continue;
@@ -634,7 +719,7 @@ private:
                 if (const auto* c = std::get_if<core::counter_op>(&o.body)) {
                     counters[counter_key_of(*c)] += c->delta;
                 } else if (const auto* cell = std::get_if<core::cell_op>(&o.body)) {
-                    if (map_.shard_of_hash(core::hash_bytes(cell->row_key)) == s) {
+                    if (rows_map.shard_of_hash(core::hash_bytes(cell->row_key)) == s) {
                         auto& best = first_cells[{cell->table, cell->row_key, cell->column, cell->ref_key}];
                         if (!best || o.ts < best->ts ||
                             (o.ts == best->ts && cell->body < std::get<core::cell_op>(best->body).body)) {
@@ -642,7 +727,7 @@ private:
                         }
                     }
                     for (const auto& entry : cell->entries) {
-                        if (map_.shard_of_hash(entry.shard_hash) != s) continue;
+                        if (rows_map.shard_of_hash(entry.shard_hash) != s) continue;
                         auto& ts = want_index_rows[{entry.index, entry.values, cell->row_key}];
                         ts = std::max(ts, core::cell_index_version(cell->ref_key));
                     }
@@ -653,12 +738,12 @@ private:
                         best = &o;
                     }
                 } else if (const auto* e = std::get_if<core::entity_op>(&o.body)) {
-                    if (map_.shard_of_hash(core::hash_bytes(e->id)) == s) {
+                    if (rows_map.shard_of_hash(core::hash_bytes(e->id)) == s) {
                         auto& best = newest[{e->entity_kind, e->id}];
                         if (!best || best->ts < o.ts) best = &o;
                     }
                     for (const auto& entry : e->entries) {
-                        if (map_.shard_of_hash(entry.shard_hash) != s) continue;
+                        if (rows_map.shard_of_hash(entry.shard_hash) != s) continue;
                         auto& ts = want_index_rows[{entry.index, entry.values, e->id}];
                         ts = std::max(ts, o.ts);
                     }
@@ -673,7 +758,7 @@ private:
                 }
             }
             const auto expected = test::edge_model::of(applied_edges);
-            const auto on_shard = [&](std::int64_t node) { return map_.shard_of_id(node) == s; };
+            const auto on_shard = [&](std::int64_t node) { return rows_map.shard_of_id(node) == s; };
             std::map<test::edge_key, core::edge_row> want_rows, got_rows;
             for (const auto& [k, r] : expected.rows) {
                 if (on_shard(std::get<1>(k))) want_rows[k] = r;
@@ -723,7 +808,15 @@ private:
     const sim_options opts_;
     std::mt19937_64 rng_;
     const std::uint32_t shard_count_;
+    // Seeds with (seed / 2) odd list one shard more than the map holds, and split one shard of
+    // the map to it while they run: adopted at the journal's next seq, held, then released (the
+    // copy of the range is not simulated: the new shard is checked for what it applied itself).
+    const bool with_split_;
+    const std::uint32_t total_shards_;
     const core::shard_map map_;
+    core::routing routing_{core::route_table(1, map_)};
+    std::optional<core::split_route> split_;
+    std::optional<core::shard_map> next_map_;
     const core::limits limits_ = sim_limits();
     fs::path dir_;
     std::uint64_t now_ms_ = start_ms;
@@ -739,6 +832,7 @@ private:
     std::map<std::uint64_t, acked_op> acked_;           // seq -> op
     std::map<std::uint64_t, core::op> by_id_;           // op id -> op
     std::map<std::uint64_t, std::uint32_t> seqs_of_id_;  // op id -> seqs it was journaled at
+    std::map<std::uint64_t, std::uint32_t> owned_by_;    // op id -> the shards it is routed to at any of its seqs
     std::map<std::string, std::vector<core::op>> sent_;  // idempotency key -> the ops sent with it
     std::uint64_t next_key_ = 1;
     std::vector<std::uint64_t> last_cursor_;

@@ -43,6 +43,10 @@ struct sim_result {
     // Failovers to a replica that lacked an op applied late (a retry, a re-injected dead letter) below
     // its applied mark: what the late marks bring back (docs/operations.md).
     std::uint64_t failovers_late = 0;
+    // Splits of a shard to the spare one (seeds with (seed / 2) odd): adopted while the run went on,
+    // and the ops the split routed to the new shard.
+    std::uint64_t splits = 0;
+    std::uint64_t split_ops = 0;
 };
 
 // Runs one seed; never throws for a failed check (ok = false, failure says why).

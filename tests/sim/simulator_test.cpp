@@ -14,7 +14,7 @@ const auto quiet = [] {
 }();
 
 TEST(simulator, seeds_pass_and_exercise_the_faults) {
-    std::uint64_t crashes = 0, dead = 0, reinjected = 0, replayed = 0, failovers = 0;
+    std::uint64_t crashes = 0, dead = 0, reinjected = 0, replayed = 0, failovers = 0, splits = 0, split_ops = 0;
     for (std::uint64_t seed = 1; seed <= 20; ++seed) {
         sim_options o;
         o.seed = seed;
@@ -26,6 +26,8 @@ TEST(simulator, seeds_pass_and_exercise_the_faults) {
         reinjected += r.reinjected;
         replayed += r.replayed_ops;
         failovers += r.failovers;
+        splits += r.splits;
+        split_ops += r.split_ops;
     }
     // Twenty seeds reach every kind of event, or the simulation explores less than it claims.
     EXPECT_GT(crashes, 0u);
@@ -33,6 +35,8 @@ TEST(simulator, seeds_pass_and_exercise_the_faults) {
     EXPECT_GT(reinjected, 0u);
     EXPECT_GT(replayed, 0u);
     EXPECT_GT(failovers, 0u);
+    EXPECT_GE(splits, 5u);  // about half the seeds split a shard while they run
+    EXPECT_GT(split_ops, 0u);
 }
 
 TEST(simulator, a_seed_replays_exactly) {
@@ -94,7 +98,7 @@ TEST(simulator, catches_a_worker_that_skips_the_mark_check) {
 // names as having one; should the simulation's draws change, it fails here first and a new run names
 // new seeds.
 TEST(simulator, catches_a_worker_that_skips_the_late_check) {
-    for (const std::uint64_t seed : {113u, 206u, 215u}) {
+    for (const std::uint64_t seed : {113u, 217u, 249u}) {
         sim_options o;
         o.seed = seed;
         const auto good = run_simulation(o);

@@ -61,9 +61,11 @@ cairnd_process::cairnd_process(cairnd_options opts) : opts_(std::move(opts)) {
         "[apply]\nretry_attempts_max = {}\nretry_backoff_initial_ms = 50\nretry_backoff_max_ms = 400\n"
         "outage_backoff_max_ms = 500\nconnect_timeout_ms = 1000\nquery_timeout_ms = 5000\n{}\n",
         opts_.retry_attempts_max, opts_.apply_toml);
-    for (const auto& s : opts_.shards) {
+    for (std::size_t i = 0; i < opts_.shards.size(); ++i) {
+        const auto& s = opts_.shards[i];
+        const bool own = i < opts_.shard_databases.size() && !opts_.shard_databases[i].empty();
         cfg << fmt::format("[[shards]]\nhost = \"{}\"\nport = {}\nuser = \"cairn\"\npassword = \"cairn\"\ndatabase = \"{}\"\n",
-                           s.host, s.port, opts_.database);
+                           s.host, s.port, own ? opts_.shard_databases[i] : opts_.database);
     }
     cfg << opts_.extra_toml << "\n";
 }

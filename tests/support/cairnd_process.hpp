@@ -21,6 +21,9 @@ std::string make_temp_dir(const std::string& prefix);
 struct cairnd_options {
     std::vector<shard_endpoint> shards;  // default: test_shards()
     std::string database = "cairn";
+    // The database of shard i, where set and not empty (a shard added ahead of a split on a server that
+    // holds another shard's database); else `database`.
+    std::vector<std::string> shard_databases;
     std::uint64_t node_id = 1;           // several gateways on one database need distinct ones
     // false: a start with a new (missing or empty) journal first deletes its node id's lease row on
     // shard 0, as if that node id had never been used there; true: tests of the lease itself.

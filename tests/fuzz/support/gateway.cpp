@@ -6,7 +6,7 @@
 #include "core/hlc.hpp"
 #include "core/log_task_end.hpp"
 #include "core/metrics.hpp"
-#include "core/shard_map.hpp"
+#include "core/routing.hpp"
 #include "indexing/cleaner.hpp"
 #include "indexing/index_registry.hpp"
 #include "journal/journal.hpp"
@@ -127,7 +127,7 @@ struct running {
     core::hlc clock;
     std::unique_ptr<journal::journal> jn;
     asio::io_context ioc{2};
-    core::shard_map map;
+    core::routing routing;
     std::unique_ptr<shards::shard_set> shard_set;
     std::unique_ptr<indexing::index_registry> indexes;
     std::unique_ptr<indexing::cleaner> cleaner;
@@ -141,7 +141,7 @@ struct running {
 
     explicit running(core::config c)
         : cfg(std::move(c)), clock(cfg.node_id),
-          map(core::shard_map::equal_ranges(static_cast<std::uint32_t>(cfg.shards.size()))) {}
+          routing(core::route_table(1, core::shard_map::equal_ranges(static_cast<std::uint32_t>(cfg.shards.size())))) {}
 };
 
 running* the_gateway = nullptr;
@@ -179,9 +179,9 @@ running* start() {
     auto opened = journal::journal::open(jopts, g->clock);
     if (!opened) harness_broken("cannot open the journal: " + opened.error().message());
     g->jn = std::move(opened).value();
-    g->shard_set = std::make_unique<shards::shard_set>(g->ioc.get_executor(), *g->jn, g->map, g->cfg, g->metrics);
+    g->shard_set = std::make_unique<shards::shard_set>(g->ioc.get_executor(), *g->jn, g->routing, g->cfg, g->metrics);
     g->jn->set_commit_listener([s = g->shard_set.get()](std::uint64_t) { s->notify_all(); });
-    g->gw = std::make_unique<net::gateway>(net::gateway{*g->jn, g->clock, g->map, *g->shard_set, g->cfg.lim, g->metrics,
+    g->gw = std::make_unique<net::gateway>(net::gateway{*g->jn, g->clock, g->routing, *g->shard_set, g->cfg.lim, g->metrics,
                                                         &g->cfg.counters, &g->cfg.cells, &g->cfg.entities});
     g->indexes = std::make_unique<indexing::index_registry>(*g->shard_set, g->cfg.lim.query_timeout + g->cfg.lim.connect_timeout);
     g->gw->indexes = g->indexes.get();

@@ -91,5 +91,29 @@ TEST(journal_inspect, check_names_the_seq_of_an_undecodable_op) {
     EXPECT_EQ(in.value().problems[0].seq, 2u);
 }
 
+// The route record (journal::route_record) is text, not a number: a valid one checks clean, one that
+// does not parse is named.
+TEST(journal_inspect, check_reads_the_route_record_as_a_route_table) {
+    temp_dir dir;
+    manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    for (const auto& [record, problems] : {std::pair<std::string, std::size_t>{"v2 0:0 9223372036854775808:1 | 0 5 0 1 0 0", 0},
+                                           std::pair<std::string, std::size_t>{"v2 0:0 | 9 5 0 1 0 0", 1}}) {
+        {
+            auto j = journal::open(test_options(dir.path(), wall), clock);
+            ASSERT_TRUE(j);
+            apply_outcome o;
+            o.put_route = record;
+            ASSERT_TRUE(commit_sync(*j.value(), o));
+        }
+        auto in = inspect(dir.path(), true);
+        ASSERT_TRUE(in);
+        ASSERT_EQ(in.value().problems.size(), problems) << record;
+        if (problems != 0) {
+            EXPECT_EQ(in.value().problems[0].where, "meta");
+        }
+    }
+}
+
 }  // namespace
 }  // namespace cairn::journal::test

@@ -552,6 +552,33 @@ TEST(journal, edits_are_kept_per_shard_and_seq_survive_a_reopen_and_expire_with_
     EXPECT_EQ(j->get_edit(1, 2).error(), core::errc::not_found);
 }
 
+TEST(journal, the_route_record_is_replaced_whole_survives_a_reopen_and_is_bounded) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    const auto o = test::test_options(dir.path(), wall);
+    {
+        auto j = std::move(journal::open(o, clock).value());
+        EXPECT_EQ(j->route_record().value(), "");  // never followed a split
+        apply_outcome first;
+        first.put_route = "v2 0:0 9223372036854775808:1 | 0 5 0 1 0 1";
+        ASSERT_TRUE(commit_sync(*j, first));
+        apply_outcome second;
+        second.put_route = "v2 0:0 9223372036854775808:1 | 0 5 0 1 0 0";
+        ASSERT_TRUE(commit_sync(*j, second));
+        EXPECT_EQ(j->route_record().value(), "v2 0:0 9223372036854775808:1 | 0 5 0 1 0 0");
+        apply_outcome huge;
+        huge.put_route = std::string(64 * 1024 + 1, 'v');
+        EXPECT_EQ(commit_sync(*j, huge).error(), core::errc::bad_request);
+        apply_outcome cursor_only;
+        ASSERT_TRUE(append_sync(*j, make_ops(1, clock)));
+        cursor_only.cursor = 1;
+        ASSERT_TRUE(commit_sync(*j, cursor_only));  // an outcome without put_route keeps the record
+    }
+    auto j = std::move(journal::open(o, clock).value());
+    EXPECT_EQ(j->route_record().value(), "v2 0:0 9223372036854775808:1 | 0 5 0 1 0 0");
+}
+
 TEST(journal, outcomes_for_unknown_shards_or_foreign_tasks_are_refused) {
     test::temp_dir dir;
     test::manual_wall wall;

@@ -8,7 +8,7 @@
 #include "core/config.hpp"
 #include "core/hlc.hpp"
 #include "core/metrics.hpp"
-#include "core/shard_map.hpp"
+#include "core/routing.hpp"
 #include "indexing/cleaner.hpp"
 #include "indexing/index_registry.hpp"
 #include "journal/journal.hpp"
@@ -68,7 +68,7 @@ struct wired_router {
     core::registry metrics;
     core::hlc clock{1};
     asio::io_context ioc{1};
-    core::shard_map map = core::shard_map::equal_ranges(2);
+    core::routing routing{core::route_table(1, core::shard_map::equal_ranges(2))};
     std::unique_ptr<journal::journal> jn;
     std::unique_ptr<shards::shard_set> shard_set;
     std::unique_ptr<gateway> gw;
@@ -92,8 +92,8 @@ struct wired_router {
         auto opened = journal::journal::open(jopts, clock);
         if (!opened) throw std::runtime_error("cannot open the journal: " + opened.error().message());
         jn = std::move(opened).value();
-        shard_set = std::make_unique<shards::shard_set>(ioc.get_executor(), *jn, map, cfg, metrics);
-        gw = std::make_unique<gateway>(gateway{*jn, clock, map, *shard_set, cfg.lim, metrics, &cfg.counters, &cfg.cells,
+        shard_set = std::make_unique<shards::shard_set>(ioc.get_executor(), *jn, routing, cfg, metrics);
+        gw = std::make_unique<gateway>(gateway{*jn, clock, routing, *shard_set, cfg.lim, metrics, &cfg.counters, &cfg.cells,
                                                &cfg.entities});
         indexes = std::make_unique<indexing::index_registry>(*shard_set, cfg.lim.query_timeout);
         gw->indexes = indexes.get();

@@ -1,0 +1,88 @@
+// What one gateway routes by at one moment (docs/resharding.md): the shard map in force, its
+// version, and the split under way if there is one, with this gateway's seqs at which its ops start
+// going to the new shard. Immutable: a change is a new table, installed through core::routing
+// (core/routing.hpp) and shared by every thread.
+#pragma once
+
+#include "core/result.hpp"
+#include "core/shard_map.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace cairn::core {
+
+// A split of shard `from` as this gateway takes part in it: `from` keeps the lower half of its
+// range, a new shard `to` (the map's size) takes the upper half, R.
+struct split_route {
+    shard_index from = 0;
+    // S_g: an op with this seq or later that touches R is applied on `to` as well as on `from`,
+    // except counter ops, which go to `to` alone (a sum cannot be written twice). At least 1.
+    std::uint64_t adoption_seq = 0;
+    // T_g: an op with this seq or later goes by the new map alone; 0 while some gateway may still
+    // read R from `from`. At least adoption_seq when set; only once reads have moved.
+    std::uint64_t cut_over_seq = 0;
+    // The copy of R has not been written to `to` yet: its worker applies nothing from adoption_seq.
+    bool new_shard_held = true;
+    // Reads of R go to `to` (the copy is written and verified); never while the new shard is held.
+    bool reads_moved = false;
+    // This gateway has not yet made its adoption durable (in its journal, then on shard 0): every
+    // shard's worker stops at adoption_seq until it has, so that nothing is applied under a split a
+    // restart could forget (shards/split_follower.hpp).
+    bool adoption_pending = false;
+    friend bool operator==(const split_route&, const split_route&) = default;
+};
+
+class route_table {
+public:
+    // The map in force at `version` (>= 1), no split under way.
+    route_table(std::uint32_t version, shard_map map);
+    // The map in force with a split of split.from under way. bad_request if the map cannot split
+    // that shard (shard_map::split) or the split's seqs and flags break the rules of split_route.
+    [[nodiscard]] static result<route_table> splitting(std::uint32_t version, shard_map map, split_route split);
+
+    std::uint32_t version() const noexcept { return version_; }
+    // The map in force (during a split, the map before it).
+    const shard_map& map() const noexcept { return map_; }
+    const std::optional<split_route>& split() const noexcept { return split_; }
+    // The map after the split under way (asserts that there is one).
+    const shard_map& next_map() const;
+    // The most shards any op may be applied on: the next map's size during a split.
+    std::uint32_t shards() const noexcept;
+
+    // The map by which reads find a key's shard: the next map once reads of R have moved.
+    const shard_map& read_map() const noexcept;
+    // The map by which shard s's apply worker takes the rows of an op with this seq (counter: the
+    // op is a counter op). Within a split, `from` keeps taking R's rows until the cut-over, `to`
+    // takes them from the adoption, and counter ops of R go by the next map from the adoption.
+    const shard_map& apply_map(shard_index s, std::uint64_t seq, bool counter) const noexcept;
+    // The map whose shards a reader must wait on to see an op with this seq (?wait=applied, after=):
+    // the read map, but the next map for counter ops from the adoption.
+    const shard_map& wait_map(std::uint64_t seq, bool counter) const noexcept;
+    // The last seq from `seq` on with the same apply_map and may_apply for every shard (the seqs
+    // below the next adoption or cut-over seq), so that one batch is applied under one rule.
+    std::uint64_t segment_last(std::uint64_t seq) const noexcept;
+    // False for the split's new shard while it is held and seq >= the adoption seq: its worker
+    // stops there and the journal keeps those ops for it. False for every shard from the adoption
+    // seq while the adoption is pending.
+    bool may_apply(shard_index s, std::uint64_t seq) const noexcept;
+
+    // The table as one line of text, for the journal (shards/split_follower.hpp): "v<version> <map
+    // text>" and, during a split, " | <from> <adoption> <cut-over> <held> <moved> <pending>" (the
+    // flags 0 or 1). parse() accepts exactly what to_text() writes (bad_request otherwise).
+    std::string to_text() const;
+    [[nodiscard]] static result<route_table> parse(std::string_view text);
+
+    friend bool operator==(const route_table&, const route_table&) = default;
+
+private:
+    route_table(std::uint32_t version, shard_map map, shard_map next, split_route split);
+    std::uint32_t version_ = 1;
+    shard_map map_;
+    std::optional<shard_map> next_;  // set exactly when split_ is
+    std::optional<split_route> split_;
+};
+
+}  // namespace cairn::core

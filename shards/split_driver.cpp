@@ -1,0 +1,246 @@
+#include "shards/split_driver.hpp"
+
+#include "core/log_task_end.hpp"
+#include "core/hlc.hpp"
+#include "shards/gateways.hpp"
+#include "shards/map_store.hpp"
+#include "shards/mariadb_conn.hpp"
+#include "shards/range_copy.hpp"
+#include "shards/shard_identity.hpp"
+#include "shards/shard_set.hpp"
+#include "shards/split_routes.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+namespace cairn::shards {
+namespace asio = boost::asio;
+
+namespace {
+
+// What one round reads from shard 0.
+struct split_view {
+    std::optional<stored_map> active;
+    std::vector<std::uint64_t> live;  // node ids of the live leases
+    std::vector<adoption> adopted;    // of the active split
+};
+
+// The applied marks (node id -> seq) on one shard.
+using marks = std::map<std::uint64_t, std::uint64_t>;
+
+}  // namespace
+
+split_driver::split_driver(asio::any_io_executor ex, shard_set& set, const core::config& cfg, std::uint32_t node_id,
+                           split_driver_options opts)
+    : strand_(asio::make_strand(ex)), timer_(strand_), set_(set), cfg_(cfg), node_id_(node_id), opts_(opts) {}
+
+void split_driver::start() { asio::co_spawn(strand_, async_run(), core::log_task_end("split_driver")); }
+
+void split_driver::stop() {
+    stopping_ = true;
+    asio::post(strand_, [this] { timer_.cancel(); });
+}
+
+asio::awaitable<void> split_driver::async_run() {
+    while (!stopping_) {
+        if (auto r = co_await async_drive_once(); !r && !stopping_) {
+            const auto note = "driving the split failed: " + r.error().message();
+            if (note != last_note_) spdlog::warn("split: {}; trying again every {} ms", note, opts_.interval.count());
+            last_note_ = note;
+        }
+        if (stopping_) break;
+        timer_.expires_after(opts_.interval);
+        core::error_code ec;
+        co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+}
+
+asio::awaitable<core::result<void>> split_driver::async_drive_once() {
+    auto read = co_await set_.at(0).async_read([](mariadb_conn& c) -> asio::awaitable<core::result<split_view>> {
+        split_view v;
+        auto maps = co_await async_read_maps(c);
+        if (!maps) co_return maps.error();
+        if (const auto* a = active_split(maps.value())) v.active = *a;
+        if (!v.active) co_return v;
+        auto leases = co_await async_list_leases(c);
+        if (!leases) co_return leases.error();
+        for (const auto& l : leases.value()) {
+            if (l.active) v.live.push_back(l.node_id);
+        }
+        auto adopted = co_await async_adoptions(c, v.active->version);
+        if (!adopted) co_return adopted.error();
+        v.adopted = std::move(adopted).value();
+        co_return v;
+    });
+    if (!read) co_return read.error();
+    const split_view& view = read.value();
+    if (!view.active) {
+        dirty_diffs_ = 0;
+        co_return core::success();
+    }
+    // The driver is the live gateway with the lowest node id (this one, if no lease is live: shard 0
+    // answered, so its own lease is being renewed).
+    if (!view.live.empty() && *std::min_element(view.live.begin(), view.live.end()) != node_id_) co_return core::success();
+    const stored_map& split = *view.active;
+    const auto from = split.split_shard;
+    const auto to = split.new_shard;
+    if (to >= set_.size() || to >= cfg_.shards.size()) co_return core::errc::shard_rejected;  // the follower says why
+    const auto range = split.map.range_of(to);
+    const auto note = [this](const std::string& what) {
+        if (what != last_note_) spdlog::info("split: {}", what);
+        last_note_ = what;
+    };
+    const auto move_to = [&](split_state next) -> asio::awaitable<core::result<void>> {
+        auto r = co_await set_.at(0).async_read([&](mariadb_conn& c) -> asio::awaitable<core::result<void>> {
+            co_return co_await async_move_split(c, split.version, split.state, next, core::system_wall_clock_ms());
+        });
+        if (r) {
+            spdlog::info("split: map version {} (shard {} to shard {}) {} -> {}", split.version, from, to,
+                         split_state_name(split.state), split_state_name(next));
+        }
+        co_return r;
+    };
+    std::map<std::uint64_t, std::uint64_t> adopted_from;
+    std::map<std::uint64_t, split_state> seen;
+    for (const auto& a : view.adopted) {
+        adopted_from[a.node_id] = a.from_seq;
+        seen[a.node_id] = a.seen;
+    }
+    const auto every_live = [&](auto&& pred) {
+        return std::all_of(view.live.begin(), view.live.end(), [&](std::uint64_t n) { return pred(n); });
+    };
+    const auto read_marks = [this](core::shard_index s) -> asio::awaitable<core::result<marks>> {
+        auto r = co_await set_.at(s).async_read([](mariadb_conn& c) { return async_read_applied_marks(c); });
+        if (!r) co_return r.error();
+        co_return marks(r.value().begin(), r.value().end());
+    };
+
+    switch (split.state) {
+        case split_state::adopting: {
+            if (!every_live([&](std::uint64_t n) { return adopted_from.contains(n); })) {
+                note(fmt::format("map version {}: waiting for every live gateway to adopt it", split.version));
+                co_return core::success();
+            }
+            auto on_from = co_await read_marks(from);
+            if (!on_from) co_return on_from.error();
+            for (const auto& [n, s] : adopted_from) {
+                const auto it = on_from.value().find(n);
+                if ((it == on_from.value().end() ? 0 : it->second) + 1 < s) {
+                    note(fmt::format("map version {}: waiting for shard {} to apply node {}'s ops before seq {}", split.version,
+                                     from, n, s));
+                    co_return core::success();
+                }
+            }
+            co_return co_await move_to(split_state::copying);
+        }
+        case split_state::copying: {
+            const auto ex = co_await asio::this_coro::executor;
+            mariadb_conn source(ex, conn_params_of(cfg_, from));
+            mariadb_conn target(ex, conn_params_of(cfg_, to));
+            const auto shards = static_cast<std::uint32_t>(cfg_.shards.size());
+            for (auto* c : {&source, &target}) {
+                if (auto r = co_await c->async_connect(); !r) co_return r.error();
+                const auto index = c == &source ? from : to;
+                if (auto why = co_await async_check_shard_identity(*c, index, shards); !why.empty()) {
+                    spdlog::error("split: shard {}: {}", index, why);
+                    co_return core::errc::shard_rejected;
+                }
+            }
+            auto plan = co_await async_plan_range_copy(source, cfg_.counters, cfg_.cells);
+            if (!plan) co_return plan.error();
+            spdlog::info("split: map version {}: copying shard {}'s hashes {}..{} to shard {}", split.version, from,
+                         range.first, range.last, to);
+            range_copy_options o;
+            o.chunk_rows = opts_.copy_chunk_rows;
+            o.rows_per_second_max = opts_.copy_rows_per_second_max;
+            auto last_log = std::chrono::steady_clock::now();
+            auto copied = co_await async_copy_range(source, target, plan.value(), range, o, [&](const range_copy_progress& p) {
+                const auto now = std::chrono::steady_clock::now();
+                if (now - last_log < std::chrono::seconds(5)) return;
+                last_log = now;
+                spdlog::info("split: copying {} ({}): {} rows read, {} copied", p.group, p.table, p.rows_read, p.rows_copied);
+            });
+            source.close();
+            target.close();
+            if (!copied) co_return copied.error();
+            spdlog::info("split: map version {}: copied {} rows ({} read)", split.version, copied.value().rows_copied,
+                         copied.value().rows_read);
+            co_return co_await move_to(split_state::catching_up);
+        }
+        case split_state::catching_up: {
+            auto on_from = co_await read_marks(from);
+            if (!on_from) co_return on_from.error();
+            auto on_to = co_await read_marks(to);
+            if (!on_to) co_return on_to.error();
+            for (const auto& [n, s] : adopted_from) {
+                const auto f = on_from.value().find(n);
+                const auto t = on_to.value().find(n);
+                const std::uint64_t want = f == on_from.value().end() ? 0 : f->second;
+                if ((t == on_to.value().end() ? 0 : t->second) < want) {
+                    note(fmt::format("map version {}: shard {} catching up on node {}'s ops (at {} of {})", split.version, to,
+                                     n, t == on_to.value().end() ? 0 : t->second, want));
+                    co_return core::success();
+                }
+            }
+            dirty_diffs_ = 0;
+            co_return co_await move_to(split_state::verifying);
+        }
+        case split_state::verifying: {
+            const auto ex = co_await asio::this_coro::executor;
+            mariadb_conn source(ex, conn_params_of(cfg_, from));
+            mariadb_conn target(ex, conn_params_of(cfg_, to));
+            if (auto r = co_await source.async_connect(); !r) co_return r.error();
+            if (auto r = co_await target.async_connect(); !r) co_return r.error();
+            auto plan = co_await async_plan_range_copy(source, cfg_.counters, cfg_.cells);
+            if (!plan) co_return plan.error();
+            // Counter sums of R differ by design once N takes R's increments alone (from the adoption).
+            std::erase_if(plan.value(), [](const copy_group& g) { return g.name == "counters"; });
+            range_copy_options o;
+            o.chunk_rows = opts_.copy_chunk_rows;
+            auto diff = co_await async_diff_range(source, target, plan.value(), range, o);
+            source.close();
+            target.close();
+            if (!diff) co_return diff.error();
+            std::vector<std::string> differing;
+            for (const auto& d : diff.value()) {
+                if (!d.same()) differing.push_back(fmt::format("{} ({} rows on shard {}, {} on shard {})", d.table, d.rows_from,
+                                                                from, d.rows_to, to));
+            }
+            if (differing.empty()) co_return co_await move_to(split_state::switched);
+            // Live writes may be between the two shards' applies: compared again next round.
+            if (++dirty_diffs_ < opts_.verify_attempts) {
+                note(fmt::format("map version {}: shards {} and {} differ in {}; comparing again", split.version, from, to,
+                                 fmt::join(differing, ", ")));
+                co_return core::success();
+            }
+            spdlog::error("split: map version {}: shards {} and {} still differ after {} comparisons: {}; the split fails",
+                          split.version, from, to, dirty_diffs_, fmt::join(differing, ", "));
+            co_return co_await move_to(split_state::failed);
+        }
+        case split_state::switched:
+        case split_state::done: {
+            if (!every_live([&](std::uint64_t n) { return seen.contains(n) && seen[n] >= split.state; })) {
+                note(fmt::format("map version {}: waiting for every live gateway to route by {}", split.version,
+                                 split_state_name(split.state)));
+                co_return core::success();
+            }
+            co_return co_await move_to(split.state == split_state::switched ? split_state::done : split_state::cleaning);
+        }
+        default:
+            co_return core::success();
+    }
+}
+
+}  // namespace cairn::shards

@@ -1,0 +1,69 @@
+// What moves a split from state to state once an operator has started it (docs/resharding.md, "The
+// phases"): every gateway runs one, and the one with the lowest node id among the live leases on shard
+// 0 acts. Each interval it reads the active split and takes the next step when its condition holds:
+//   adopting -> copying      every live gateway adopted, and shard I applied each one's ops up to its
+//                            adoption seq - 1 (its applied mark there);
+//   copying -> catching_up   the range is copied from I to N (shards/range_copy.hpp), from the start
+//                            again after an interruption (the copy is idempotent);
+//   catching_up -> verifying N's applied mark of each adopted gateway reached I's;
+//   verifying -> switched    the diff of every table of the range but the counters' is clean (counters
+//                            differ by design: R's increments from the adoption are N's alone); a diff
+//                            that stays dirty for verify_attempts rounds fails the split;
+//   switched -> done,        every live gateway routes by the state's table (shard_map_adoptions'
+//   done -> cleaning         seen_state, which each split_follower writes).
+// Cleaning the old rows off I is not built yet: a split stays in cleaning, which routes correctly.
+// One coroutine on its own strand; start() and stop() from any thread.
+#pragma once
+
+#include <utility>  // Boost 1.74's awaitable.hpp forgets it.
+
+#include "core/config.hpp"
+#include "core/result.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace cairn::shards {
+
+class shard_set;
+
+struct split_driver_options {
+    std::chrono::milliseconds interval{1000};
+    std::size_t copy_chunk_rows = 1000;
+    double copy_rows_per_second_max = 0;  // 0: as fast as the shards go
+    int verify_attempts = 60;             // diff rounds before a dirty diff fails the split
+};
+
+class split_driver {
+public:
+    // set and cfg must outlive it (cfg's shards give the copy its own connections).
+    split_driver(boost::asio::any_io_executor ex, shard_set& set, const core::config& cfg, std::uint32_t node_id,
+                 split_driver_options opts);
+    void start();
+    void stop();  // any thread; the loop (and a copy under way, at its next chunk) ends at its next step
+
+    // One round: at most one state moved. Errors: the shards' (the next round tries again).
+    boost::asio::awaitable<core::result<void>> async_drive_once();
+
+private:
+    boost::asio::awaitable<void> async_run();
+
+    boost::asio::strand<boost::asio::any_io_executor> strand_;
+    boost::asio::steady_timer timer_;
+    shard_set& set_;
+    const core::config& cfg_;
+    std::uint32_t node_id_;
+    split_driver_options opts_;
+    std::atomic<bool> stopping_{false};
+    int dirty_diffs_ = 0;    // on the strand: verifying rounds whose diff was not clean
+    std::string last_note_;  // on the strand: the last "waiting for ..." logged, so it is logged once
+};
+
+}  // namespace cairn::shards

@@ -1,0 +1,229 @@
+#include "shards/split_follower.hpp"
+
+#include "core/log_task_end.hpp"
+#include "journal/journal.hpp"
+#include "shards/journal_await.hpp"
+#include "shards/map_store.hpp"
+#include "shards/shard_identity.hpp"
+#include "shards/shard_set.hpp"
+#include "shards/split_routes.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cairn::shards {
+namespace asio = boost::asio;
+
+namespace {
+
+// What one round reads from shard 0.
+struct shard0_view {
+    std::vector<stored_map> maps;
+    std::uint32_t base_count = 0;                // shard 0's identity count: the map's version 1
+    std::optional<std::uint64_t> adopted_from;   // this gateway's adoption of the active split
+};
+
+std::string describe(const core::route_table& t) {
+    if (!t.split()) return fmt::format("map version {} ({} shards)", t.version(), t.map().size());
+    const auto& sp = *t.split();
+    return fmt::format("map version {}: shard {} splitting to shard {}, adopted from seq {}{}{}{}{}", t.version(), sp.from,
+                       t.map().size(), sp.adoption_seq, sp.adoption_pending ? " (not yet recorded: every shard waits there)" : "",
+                       sp.new_shard_held ? ", the new shard held for the copy" : "", sp.reads_moved ? ", reads moved" : "",
+                       sp.cut_over_seq != 0 ? fmt::format(", cut over from seq {}", sp.cut_over_seq) : "");
+}
+
+}  // namespace
+
+split_follower::split_follower(asio::any_io_executor ex, shard_set& set, journal::journal& j, core::routing& routing,
+                               std::uint32_t node_id, std::chrono::milliseconds interval)
+    : strand_(asio::make_strand(ex)),
+      timer_(strand_),
+      set_(set),
+      journal_(j),
+      routing_(routing),
+      node_id_(node_id),
+      interval_(interval) {}
+
+void split_follower::start() { asio::co_spawn(strand_, async_run(), core::log_task_end("split_follower")); }
+
+void split_follower::stop() {
+    stopping_ = true;
+    asio::post(strand_, [this] { timer_.cancel(); });
+}
+
+core::result<core::route_table> split_follower::initial_table(const journal::journal& j, std::uint32_t base_count) {
+    auto record = j.route_record();
+    if (!record) return record.error();
+    if (record.value().empty()) return core::route_table(1, core::shard_map::equal_ranges(base_count));
+    auto t = core::route_table::parse(record.value());
+    if (!t) return core::errc::journal_corrupt;
+    return t;
+}
+
+asio::awaitable<void> split_follower::async_run() {
+    while (!stopping_) {
+        auto r = co_await async_follow_once();
+        if (stopping_) break;
+        if (!r && !warned_) {
+            spdlog::warn("routing: following the shard map on shard 0 failed: {}{}{}; trying again every {} ms",
+                         r.error().message(), problem_.empty() ? "" : ": ", problem_, interval_.count());
+            warned_ = true;
+        } else if (r && warned_) {
+            spdlog::info("routing: following the shard map on shard 0 again");
+            warned_ = false;
+        }
+        timer_.expires_after(interval_);
+        core::error_code ec;
+        co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+}
+
+asio::awaitable<core::result<void>> split_follower::async_record(const core::route_table& t) {
+    journal::apply_outcome o;
+    o.shard = 0;
+    o.put_route = t.to_text();
+    co_return co_await async_commit_outcome(journal_, std::move(o));
+}
+
+asio::awaitable<core::result<void>> split_follower::async_follow_once() {
+    problem_.clear();
+    const auto node = node_id_;
+    std::string why;
+    auto read = co_await set_.at(0).async_read([&](mariadb_conn& c) -> asio::awaitable<core::result<shard0_view>> {
+        shard0_view v;
+        auto id = co_await async_read_shard_identity(c);
+        if (!id) co_return id.error();
+        // The connection check wrote it before this query could run; absent only if it was deleted.
+        if (!id.value()) co_return core::errc::shard_rejected;
+        v.base_count = id.value()->count;
+        auto maps = co_await async_read_maps(c, &why);
+        if (!maps) co_return maps.error();
+        v.maps = std::move(maps).value();
+        if (const auto* active = active_split(v.maps)) {
+            auto adopted = co_await async_adoptions(c, active->version);
+            if (!adopted) co_return adopted.error();
+            for (const auto& a : adopted.value()) {
+                if (a.node_id == node) v.adopted_from = a.from_seq;
+            }
+        }
+        co_return v;
+    });
+    if (!read) {
+        problem_ = why;
+        co_return read.error();
+    }
+    const shard0_view& view = read.value();
+    const auto current = routing_.load();
+    const stored_map* active = active_split(view.maps);
+    // A map that names a shard this gateway's config does not list cannot be followed: its writes of
+    // that shard's range would reach no one. The shard must be added to the config first.
+    {
+        std::uint32_t version = 1;
+        const auto in_force = map_in_force(view.maps, view.base_count, &version);
+        const std::uint32_t needed = active != nullptr ? active->map.size() : in_force.size();
+        if (needed > set_.size()) {
+            problem_ = fmt::format("map version {} needs {} shards; this gateway's config lists {}: add the new shard ({}) "
+                                   "to [[shards]] and restart it",
+                                   active != nullptr ? active->version : version, needed, set_.size(),
+                                   active != nullptr ? active->new_address : std::string("see shard_maps on shard 0"));
+            co_return core::errc::shard_rejected;
+        }
+    }
+
+    std::optional<std::uint64_t> adoption = view.adopted_from;
+    if (active != nullptr && current->split() && current->version() == active->version && !adoption) {
+        adoption = current->split()->adoption_seq;  // adopted here, not yet recorded on shard 0
+    }
+    if (active != nullptr && !adoption) {
+        // Adopt: from the journal's next seq every shard's worker waits (the pending adoption) until
+        // the seq is durable here and on shard 0; nothing is applied under a split a restart forgets.
+        std::optional<core::error_code> refused;
+        routing_.install_at([this] { return journal_.last_seq(); }, [&](std::uint64_t next_seq) {
+            auto t = route_table_for(view.maps, view.base_count, next_seq, std::nullopt);
+            if (!t || !t.value().split()) {
+                refused = t ? core::errc::shard_rejected : t.error();
+                return *current;
+            }
+            core::split_route sp = *t.value().split();
+            sp.adoption_pending = true;
+            sp.new_shard_held = true;
+            return core::route_table::splitting(t.value().version(), t.value().map(), sp).value();
+        });
+        if (refused) co_return *refused;
+        adoption = routing_.load()->split()->adoption_seq;
+        spdlog::info("routing: adopting {}", describe(*routing_.load()));
+    }
+    const auto now = routing_.load();
+    if (active != nullptr && now->split() && now->split()->adoption_pending) {
+        if (auto r = co_await async_record(*now); !r) co_return r.error();
+        auto held = co_await set_.at(0).async_read([&](mariadb_conn& c) -> asio::awaitable<core::result<std::uint64_t>> {
+            co_return co_await async_adopt(c, active->version, node, now->split()->adoption_seq);
+        });
+        if (!held) co_return held.error();
+        if (held.value() != now->split()->adoption_seq) {
+            // Shard 0 holds an earlier adoption of this node that its journal does not know (a journal
+            // restored from a backup): ops between the two were routed without the split. Every shard
+            // stays held at the seq; an operator must fail the split (cairn reshard).
+            problem_ = fmt::format("shard 0 says node {} adopted map version {} from seq {}, its journal says {}: applying "
+                                   "stays stopped at seq {} until the split is failed",
+                                   node, active->version, held.value(), now->split()->adoption_seq, now->split()->adoption_seq);
+            co_return core::errc::conflict;
+        }
+        adoption = held.value();
+    }
+
+    // The cut-over: this gateway's next seq once the split is done (kept while it stays done).
+    std::optional<std::uint64_t> cut_over;
+    if (now->split() && now->split()->cut_over_seq != 0) cut_over = now->split()->cut_over_seq;
+    std::optional<core::error_code> failed;
+    const auto follow = [&](std::optional<std::uint64_t> cut) -> std::optional<core::route_table> {
+        auto t = route_table_for(view.maps, view.base_count, adoption, cut);
+        if (!t) {
+            failed = t.error();
+            return std::nullopt;
+        }
+        return std::move(t).value();
+    };
+    std::optional<core::route_table> next;
+    if (active != nullptr && active->state == split_state::done && !cut_over) {
+        routing_.install_at([this] { return journal_.last_seq(); }, [&](std::uint64_t next_seq) {
+            next = follow(next_seq);
+            return next ? *next : *routing_.load();
+        });
+    } else {
+        next = follow(cut_over);
+        if (next && !(*next == *routing_.load())) routing_.install(*next);
+    }
+    if (failed) co_return *failed;
+    if (!(*next == *current)) {
+        spdlog::info("routing: now {}", describe(*next));
+        set_.notify_all();
+    }
+    // Recorded after it is installed: a restart that reads an older record routes rows to both owners
+    // a little longer, or holds the new shard again, which are both safe; only the adoption had to be
+    // durable first.
+    if (auto stored = journal_.route_record(); !stored || stored.value() != next->to_text()) {
+        if (auto r = co_await async_record(*next); !r) co_return r.error();
+    }
+    // Then shard 0 learns that this gateway routes by the state's table: the driver moves a split on
+    // from switched and done only once every live gateway has.
+    if (active != nullptr && adoption && !(marked_ && marked_->first == active->version && marked_->second >= static_cast<std::uint8_t>(active->state))) {
+        auto m = co_await set_.at(0).async_read([&](mariadb_conn& c) -> asio::awaitable<core::result<void>> {
+            co_return co_await async_mark_seen(c, active->version, node, active->state);
+        });
+        if (!m) co_return m.error();
+        marked_ = std::pair{active->version, static_cast<std::uint8_t>(active->state)};
+    }
+    co_return core::success();
+}
+
+}  // namespace cairn::shards

@@ -1,0 +1,197 @@
+// Online resharding end to end against real MariaDB (docs/resharding.md): a deployment of two shards,
+// a third added to the config (its own database on the second server), a split of shard 0 to it
+// proposed and started on shard 0 (shards/map_store.hpp) while a client writes edges of both halves.
+// The gateway's split follower adopts it (its seq on shard 0) and its driver moves it through copying,
+// catching up, verifying, switched and done to cleaning. Then the new shard holds every edge of the
+// moved half, written before the split (the copy) or during it (the journal), reads of that half are
+// served there with exact counts, the lower half stayed on shard 0, and from the cut-over the old owner
+// got no more writes of the moved half. A restart keeps the map in force.
+#include <utility>
+
+#include "core/shard_map.hpp"
+#include "shards/map_store.hpp"
+#include "shards/mariadb_conn.hpp"
+#include "tests/support/cairnd_process.hpp"
+#include "tests/support/e2e.hpp"
+#include "tests/support/own_servers.hpp"
+#include "tests/support/test_shards.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace cairn::test {
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using shards::split_state;
+
+const std::string db = "cairn_split";
+const std::string db_n = "cairn_split_n";
+
+using edge_set = std::set<std::pair<std::int64_t, std::int64_t>>;
+
+// The forward edges (source, destination) of graph g in database `database` on server s.
+edge_set edges_in(const shard_endpoint& s, const std::string& database) {
+    edge_set out;
+    auto rows = query_sql(s, "SELECT node_id, other_id FROM edges WHERE graph = 'g' AND direction = 0", database);
+    if (!rows) return out;  // no table yet: nothing applied there
+    for (const auto& line : rows.value()) {
+        std::istringstream in(line);
+        std::int64_t a = 0, b = 0;
+        in >> a >> b;
+        out.emplace(a, b);
+    }
+    return out;
+}
+
+std::string split_state_of(const shard_endpoint& s) {
+    auto r = query_sql(s, "SELECT state FROM shard_maps WHERE version = 2", db);
+    return r && !r.value().empty() ? r.value().front() : std::string();
+}
+
+bool post_edge(std::uint16_t port, std::int64_t source, std::int64_t destination) {
+    auto w = http_post(port, "/v1/graphs/g/edges", fmt::format(R"({{"source_id": {}, "destination_id": {}}})", source, destination));
+    return w && w->status == 202;
+}
+
+TEST(split, a_shard_splits_under_writes_and_its_upper_half_moves_whole) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    fresh_database(db);
+    fresh_database(db_n);
+    const auto servers = test_shards();
+
+    // Sources in the upper half of shard 0's range (R, the half that moves) and in its lower half;
+    // destinations on shard 1, so that the backward rows stay out of the way.
+    const auto three = core::shard_map::equal_ranges(2).split(0).value();
+    std::vector<std::int64_t> upper, lower, on_one;
+    for (std::int64_t id = 1; upper.size() < 8 || lower.size() < 8 || on_one.size() < 40; ++id) {
+        const auto s = three.shard_of_id(id);
+        if (s == 2 && upper.size() < 8) upper.push_back(id);
+        if (s == 0 && lower.size() < 8) lower.push_back(id);
+        if (s == 1 && on_one.size() < 40) on_one.push_back(id);
+    }
+
+    cairnd_options o;
+    o.database = db;
+    o.shards = {servers[0], servers[1]};
+    o.journal_dir = make_temp_dir("cairn-split");
+    edge_set acked;  // every edge acknowledged
+    {
+        cairnd_process first(o);
+        ASSERT_TRUE(first.start()) << first.log_tail();
+        for (std::size_t i = 0; i < 8; ++i) {
+            ASSERT_TRUE(post_edge(first.port(), upper[i], on_one[i]));
+            ASSERT_TRUE(post_edge(first.port(), lower[i], on_one[i]));
+            acked.insert({upper[i], on_one[i]});
+            acked.insert({lower[i], on_one[i]});
+        }
+        ASSERT_TRUE(wait_applied(first.port(), 30s));
+        ASSERT_EQ(first.terminate(), 0) << first.log_tail();
+    }
+    // The third shard joins the config; keys still route by the two the deployment started with.
+    o.shards.push_back(servers[1]);
+    o.shard_databases = {"", "", db_n};
+    cairnd_process gw(o);
+    ASSERT_TRUE(gw.start()) << gw.log_tail();
+
+    // A client writes edges of both halves all through the split.
+    std::atomic<bool> writing{true};
+    std::mutex mu;
+    std::string writer_failure;
+    std::thread writer([&] {
+        for (std::size_t k = 8; writing; ++k) {
+            const std::int64_t s = (k % 2 == 0 ? upper : lower)[k % 8];
+            const std::int64_t d = on_one[k % on_one.size()];
+            if (!post_edge(gw.port(), s, d)) {
+                std::lock_guard lock(mu);
+                writer_failure = fmt::format("a write of {} -> {} failed", s, d);
+                return;
+            }
+            std::lock_guard lock(mu);
+            acked.insert({s, d});
+        }
+    });
+
+    asio::io_context ioc;
+    shards::mariadb_conn admin(ioc.get_executor(), params_for(servers[0], db));
+    ASSERT_TRUE(run_on(ioc, admin.async_connect()));
+    auto proposed = run_on(ioc, shards::async_propose_split(admin, 2, 0, fmt::format("{}:{}", servers[1].host, servers[1].port), 1));
+    ASSERT_TRUE(proposed.has_value()) << proposed.error().message();
+    ASSERT_EQ(proposed.value().map, three);
+    ASSERT_TRUE(run_on(ioc, shards::async_move_split(admin, 2, split_state::planned, split_state::adopting, 1)));
+
+    // The gateway adopts, copies, catches up, verifies, switches, cuts over: cleaning is as far as it goes.
+    std::vector<std::string> states_seen;
+    const bool cleaning = wait_until(
+        [&] {
+            const auto st = split_state_of(servers[0]);
+            if (states_seen.empty() || states_seen.back() != st) states_seen.push_back(st);
+            return st == "cleaning" || st == "failed";
+        },
+        90s);
+    writing = false;
+    writer.join();
+    ASSERT_TRUE(cleaning) << "the split is " << split_state_of(servers[0]) << "; " << gw.log_tail(8000);
+    ASSERT_EQ(split_state_of(servers[0]), "cleaning") << gw.log_tail(8000);
+    ASSERT_TRUE(writer_failure.empty()) << writer_failure;
+    auto adopted = query_sql(servers[0], "SELECT from_seq FROM shard_map_adoptions WHERE version = 2 AND node_id = 1", db);
+    ASSERT_TRUE(adopted && adopted.value().size() == 1) << "the gateway's adoption on shard 0";
+    EXPECT_GT(std::stoull(adopted.value().front()), 1u);
+    // After the cut-over the old owner takes no more writes of the moved half.
+    const std::int64_t late_source = upper[0];
+    const std::int64_t late_dst = on_one.back() + 1'000'003;  // an edge nobody wrote before
+    ASSERT_TRUE(post_edge(gw.port(), late_source, late_dst));
+    acked.insert({late_source, late_dst});
+    ASSERT_TRUE(wait_applied(gw.port(), 30s));
+
+    edge_set want_upper, want_lower;
+    for (const auto& e : acked) (three.shard_of_id(e.first) == 2 ? want_upper : want_lower).insert(e);
+    ASSERT_GT(want_upper.size(), 8u) << "writes of the moved half during the split";
+    const auto on_n = edges_in(servers[1], db_n);
+    EXPECT_EQ(on_n, want_upper) << "the new shard holds exactly the moved half, from before and during the split";
+    const auto on_0 = edges_in(servers[0], db);
+    for (const auto& e : want_lower) EXPECT_TRUE(on_0.contains(e)) << e.first << " -> " << e.second;
+    EXPECT_FALSE(on_0.contains({late_source, late_dst})) << "written to the old owner after the cut-over";
+
+    // Reads of the moved half are served by the new shard, counts exact.
+    for (const auto s : upper) {
+        std::size_t want = 0;
+        for (const auto& e : want_upper) want += e.first == s ? 1 : 0;
+        auto r = http_get(gw.port(), fmt::format("/v1/graphs/g/nodes/{}/count", s));
+        ASSERT_TRUE(r);
+        ASSERT_EQ(r->status, 200) << r->body;
+        EXPECT_EQ(nlohmann::json::parse(r->body).value("count", -1), static_cast<std::int64_t>(want)) << "node " << s;
+    }
+    auto early = http_get(gw.port(), fmt::format("/v1/graphs/g/edges/{}/{}", upper[1], on_one[1]));
+    ASSERT_TRUE(early);
+    EXPECT_EQ(early->status, 200) << "an edge of the moved half written before the split: " << early->body;
+    const auto log = gw.log_tail(200000);
+    for (const char* st : {"copying", "catching_up", "verifying", "switched", "done", "cleaning"}) {
+        EXPECT_NE(log.find(fmt::format("-> {}", st)), std::string::npos) << "the driver's move to " << st << " is not in the log";
+    }
+
+    // A restart routes by the new map.
+    ASSERT_EQ(gw.terminate(), 0) << gw.log_tail();
+    ASSERT_TRUE(gw.start()) << gw.log_tail();
+    ASSERT_TRUE(post_edge(gw.port(), lower[0], late_dst));
+    ASSERT_TRUE(post_edge(gw.port(), upper[1], late_dst));
+    ASSERT_TRUE(wait_applied(gw.port(), 30s));
+    EXPECT_TRUE(edges_in(servers[1], db_n).contains({upper[1], late_dst}));
+    EXPECT_FALSE(edges_in(servers[0], db).contains({upper[1], late_dst}));
+    EXPECT_TRUE(edges_in(servers[0], db).contains({lower[0], late_dst}));
+    EXPECT_EQ(gw.terminate(), 0) << gw.log_tail();
+}
+
+}  // namespace
+}  // namespace cairn::test
