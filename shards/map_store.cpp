@@ -28,6 +28,7 @@ constexpr std::string_view create_adoptions_sql = R"(CREATE TABLE IF NOT EXISTS 
   node_id INT UNSIGNED NOT NULL COMMENT 'the gateway',
   from_seq BIGINT UNSIGNED NOT NULL COMMENT 'its first journal seq routed by this version',
   seen_state TINYINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'the latest state it routes by (shards::split_state)',
+  cut_over_seq BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'from this seq it routes the moved half to the new shard alone',
   adopted_at DATETIME(6) NOT NULL,
   PRIMARY KEY (version, node_id)
 ) ENGINE=InnoDB COMMENT 'which gateway routes by which map version from which seq (docs/resharding.md)')";
@@ -157,7 +158,7 @@ asio::awaitable<core::result<std::uint64_t>> async_adopt(mariadb_conn& conn, std
 asio::awaitable<core::result<std::vector<adoption>>> async_adoptions(mariadb_conn& conn, std::uint32_t version) {
     const std::array<sql_param, 1> key{std::uint64_t{version}};
     auto r = co_await conn.async_query_prepared(
-        "SELECT node_id, from_seq, seen_state FROM shard_map_adoptions WHERE version = ? ORDER BY node_id", key);
+        "SELECT node_id, from_seq, seen_state, cut_over_seq FROM shard_map_adoptions WHERE version = ? ORDER BY node_id", key);
     if (!r) {
         if (tables_missing(conn)) co_return std::vector<adoption>{};
         co_return r.error();
@@ -167,17 +168,18 @@ asio::awaitable<core::result<std::vector<adoption>>> async_adoptions(mariadb_con
         const auto seen = r.value().uint64_at(i, 2);
         if (seen > static_cast<std::uint64_t>(split_state::failed)) co_return core::errc::shard_rejected;
         out.push_back({static_cast<std::uint32_t>(r.value().uint64_at(i, 0)), r.value().uint64_at(i, 1),
-                       static_cast<split_state>(seen)});
+                       static_cast<split_state>(seen), r.value().uint64_at(i, 3)});
     }
     co_return out;
 }
 
 asio::awaitable<core::result<void>> async_mark_seen(mariadb_conn& conn, std::uint32_t version, std::uint32_t node_id,
-                                                   split_state state) {
-    const std::array<sql_param, 4> params{std::uint64_t{static_cast<std::uint8_t>(state)}, std::uint64_t{version},
+                                                   split_state state, std::uint64_t cut_over_seq) {
+    const std::array<sql_param, 5> params{std::uint64_t{static_cast<std::uint8_t>(state)}, cut_over_seq, std::uint64_t{version},
                                           std::uint64_t{node_id}, std::uint64_t{static_cast<std::uint8_t>(state)}};
     auto w = co_await conn.async_query_prepared(
-        "UPDATE shard_map_adoptions SET seen_state = ? WHERE version = ? AND node_id = ? AND seen_state < ?", params);
+        "UPDATE shard_map_adoptions SET seen_state = ?, cut_over_seq = ? WHERE version = ? AND node_id = ? AND seen_state < ?",
+        params);
     if (!w) co_return w.error();
     co_return core::success();
 }

@@ -77,13 +77,17 @@ struct adoption {
     std::uint32_t node_id = 0;
     std::uint64_t from_seq = 0;
     split_state seen = split_state::planned;  // the latest state the gateway routes by (async_mark_seen)
+    std::uint64_t cut_over_seq = 0;           // its cut-over seq, once it has seen done (else 0)
 };
 // The gateways that adopted version, by node id.
 [[nodiscard]] boost::asio::awaitable<core::result<std::vector<adoption>>> async_adoptions(mariadb_conn& conn, std::uint32_t version);
 
-// Records that gateway node_id routes by version's table for `state` (never moves it back): the driver
-// moves a split past switched and done only once every live gateway has seen it (split_driver.hpp).
+// Records that gateway node_id routes by version's table for `state` (never moves it back), with its
+// cut-over seq once it has one (else 0): the driver moves a split past switched and done only once every
+// live gateway has seen it, and cleans only once the old owner applied each one's ops below its cut-over
+// (split_driver.hpp).
 [[nodiscard]] boost::asio::awaitable<core::result<void>> async_mark_seen(mariadb_conn& conn, std::uint32_t version,
-                                                                         std::uint32_t node_id, split_state state);
+                                                                         std::uint32_t node_id, split_state state,
+                                                                         std::uint64_t cut_over_seq);
 
 }  // namespace cairn::shards

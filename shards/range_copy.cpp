@@ -380,6 +380,60 @@ asio::awaitable<core::result<range_copy_stats>> async_copy_range(mariadb_conn& f
     co_return stats;
 }
 
+asio::awaitable<core::result<range_copy_stats>> async_delete_range(mariadb_conn& conn, const std::vector<copy_group>& groups,
+                                                                   core::hash_range range, range_copy_options options,
+                                                                   std::function<void(const range_copy_progress&)> progress) {
+    options.chunk_rows = std::clamp<std::size_t>(options.chunk_rows, 1, 10'000);
+    range_copy_stats stats;
+    const auto started = std::chrono::steady_clock::now();
+    asio::steady_timer throttle(co_await asio::this_coro::executor);
+    for (const auto& g : groups) {
+        for (const auto& t : g.tables) {
+            if (t.route == route_by::whole) continue;  // on every shard: nothing of it moved
+            // DELETE FROM t WHERE (k1 = ? AND k2 = ?) OR (...): the rows of one chunk in the range, by
+            // their scan key (unique). Each chunk commits on its own: the scan goes on past deleted rows.
+            range_copy_progress p{g.name, t.name, 0, 0};
+            auto s = co_await async_scan(conn, t, range, options.chunk_rows,
+                                         [&](const rows& got, const std::vector<std::size_t>& mine) -> asio::awaitable<core::result<void>> {
+                                             p.rows_read += got.size();
+                                             stats.rows_read += got.size();
+                                             if (!mine.empty()) {
+                                                 std::string sql = fmt::format("DELETE FROM {} WHERE ", t.name);
+                                                 std::vector<scan_position> keys(mine.size());
+                                                 std::vector<sql_param> params;
+                                                 for (std::size_t m = 0; m < mine.size(); ++m) {
+                                                     keys[m].take(t, got, mine[m]);
+                                                     sql += m ? " OR (" : "(";
+                                                     for (std::size_t k = 0; k < t.scan_key.size(); ++k) {
+                                                         fmt::format_to(std::back_inserter(sql), "{}{} = ?", k ? " AND " : "", t.scan_key[k].name);
+                                                         params.push_back(keys[m].key[k]);
+                                                     }
+                                                     sql += ')';
+                                                 }
+                                                 auto d = co_await conn.async_query_prepared(sql, params);
+                                                 if (!d) co_return d.error();
+                                                 p.rows_copied += mine.size();
+                                                 stats.rows_copied += mine.size();
+                                             }
+                                             if (progress) progress(p);
+                                             if (options.rows_per_second_max > 0) {
+                                                 const auto due = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                                                std::chrono::duration<double>(static_cast<double>(stats.rows_read) /
+                                                                                                              options.rows_per_second_max));
+                                                 if (due > std::chrono::steady_clock::now()) {
+                                                     throttle.expires_at(due);
+                                                     core::error_code ec;
+                                                     co_await throttle.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+                                                 }
+                                             }
+                                             co_return core::success();
+                                         });
+            if (!s) co_return s.error();
+        }
+    }
+    co_return stats;
+}
+
 asio::awaitable<core::result<std::vector<range_table_diff>>> async_diff_range(mariadb_conn& from, mariadb_conn& to,
                                                                               const std::vector<copy_group>& groups,
                                                                               core::hash_range range, range_copy_options options) {

@@ -98,6 +98,15 @@ struct range_copy_stats {
     mariadb_conn& from, mariadb_conn& to, const std::vector<copy_group>& groups, core::hash_range range,
     range_copy_options options, std::function<void(const range_copy_progress&)> progress = {});
 
+// Deletes the rows of `range` of every routed table of groups on conn (whole tables stay): what a split's
+// old owner does once no gateway writes or reads the moved half there any more (docs/resharding.md,
+// "cleaning"). A chunk of the scan at a time, each its own statement; throttled like the copy. In the
+// stats, rows_copied counts the rows deleted. progress, if set, is called after every chunk (rows_copied:
+// deleted). Errors: those of mariadb_conn; what was deleted stays deleted, and running it again finishes.
+[[nodiscard]] boost::asio::awaitable<core::result<range_copy_stats>> async_delete_range(
+    mariadb_conn& conn, const std::vector<copy_group>& groups, core::hash_range range, range_copy_options options,
+    std::function<void(const range_copy_progress&)> progress = {});
+
 // One table's rows of the range on both shards: how many, and an order-free checksum of their copied
 // columns (the sum of each row's hash, mod 2^64).
 struct range_table_diff {

@@ -72,7 +72,10 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
         split_view v;
         auto maps = co_await async_read_maps(c);
         if (!maps) co_return maps.error();
-        if (const auto* a = active_split(maps.value())) v.active = *a;
+        // The newest split under way, cleaning included (the follower's active_split stops at done).
+        for (const auto& m : maps.value()) {
+            if (m.state >= split_state::adopting && m.state <= split_state::cleaning) v.active = m;
+        }
         if (!v.active) co_return v;
         auto leases = co_await async_list_leases(c);
         if (!leases) co_return leases.error();
@@ -114,9 +117,11 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
     };
     std::map<std::uint64_t, std::uint64_t> adopted_from;
     std::map<std::uint64_t, split_state> seen;
+    std::map<std::uint64_t, std::uint64_t> cut_over;
     for (const auto& a : view.adopted) {
         adopted_from[a.node_id] = a.from_seq;
         seen[a.node_id] = a.seen;
+        if (a.cut_over_seq != 0) cut_over[a.node_id] = a.cut_over_seq;
     }
     const auto every_live = [&](auto&& pred) {
         return std::all_of(view.live.begin(), view.live.end(), [&](std::uint64_t n) { return pred(n); });
@@ -236,7 +241,41 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
                                  split_state_name(split.state)));
                 co_return core::success();
             }
-            co_return co_await move_to(split.state == split_state::switched ? split_state::done : split_state::cleaning);
+            if (split.state == split_state::switched) co_return co_await move_to(split_state::done);
+            // Cleaning deletes I's rows of R: first I must have applied every op that may still write
+            // one there, those below each gateway's cut-over.
+            auto on_from = co_await read_marks(from);
+            if (!on_from) co_return on_from.error();
+            for (const auto& [n, t] : cut_over) {
+                const auto it = on_from.value().find(n);
+                if ((it == on_from.value().end() ? 0 : it->second) + 1 < t) {
+                    note(fmt::format("map version {}: waiting for shard {} to apply node {}'s ops before its cut-over {}",
+                                     split.version, from, n, t));
+                    co_return core::success();
+                }
+            }
+            co_return co_await move_to(split_state::cleaning);
+        }
+        case split_state::cleaning: {
+            const auto ex = co_await asio::this_coro::executor;
+            mariadb_conn source(ex, conn_params_of(cfg_, from));
+            if (auto r = co_await source.async_connect(); !r) co_return r.error();
+            if (auto why = co_await async_check_shard_identity(source, from, static_cast<std::uint32_t>(cfg_.shards.size()));
+                !why.empty()) {
+                spdlog::error("split: shard {}: {}", from, why);
+                co_return core::errc::shard_rejected;
+            }
+            auto plan = co_await async_plan_range_copy(source, cfg_.counters, cfg_.cells);
+            if (!plan) co_return plan.error();
+            range_copy_options o;
+            o.chunk_rows = opts_.copy_chunk_rows;
+            o.rows_per_second_max = opts_.copy_rows_per_second_max;
+            auto deleted = co_await async_delete_range(source, plan.value(), range, o);
+            source.close();
+            if (!deleted) co_return deleted.error();
+            spdlog::info("split: map version {}: deleted shard {}'s {} rows of the moved half ({} read)", split.version, from,
+                         deleted.value().rows_copied, deleted.value().rows_read);
+            co_return co_await move_to(split_state::retired);
         }
         default:
             co_return core::success();

@@ -10,8 +10,9 @@
 //                            differ by design: R's increments from the adoption are N's alone); a diff
 //                            that stays dirty for verify_attempts rounds fails the split;
 //   switched -> done,        every live gateway routes by the state's table (shard_map_adoptions'
-//   done -> cleaning         seen_state, which each split_follower writes).
-// Cleaning the old rows off I is not built yet: a split stays in cleaning, which routes correctly.
+//   done -> cleaning         seen_state, which each split_follower writes); before cleaning, I also
+//                            applied each gateway's ops below its cut-over seq;
+//   cleaning -> retired      I's rows of R are deleted (async_delete_range), throttled like the copy.
 // One coroutine on its own strand; start() and stop() from any thread.
 #pragma once
 

@@ -218,7 +218,8 @@ asio::awaitable<core::result<void>> split_follower::async_follow_once() {
     // from switched and done only once every live gateway has.
     if (active != nullptr && adoption && !(marked_ && marked_->first == active->version && marked_->second >= static_cast<std::uint8_t>(active->state))) {
         auto m = co_await set_.at(0).async_read([&](mariadb_conn& c) -> asio::awaitable<core::result<void>> {
-            co_return co_await async_mark_seen(c, active->version, node, active->state);
+            const std::uint64_t cut = next->split() ? next->split()->cut_over_seq : 0;
+            co_return co_await async_mark_seen(c, active->version, node, active->state, cut);
         });
         if (!m) co_return m.error();
         marked_ = std::pair{active->version, static_cast<std::uint8_t>(active->state)};
