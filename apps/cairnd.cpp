@@ -337,7 +337,9 @@ int main(int argc, char** argv) {
     shards::split_follower follower(ioc.get_executor(), shard_set, jn, routing, node32, std::chrono::seconds(1));
     follower.start();
     // Moves a split an operator started from state to state (the live gateway with the lowest node id acts).
-    shards::split_driver driver(ioc.get_executor(), shard_set, cfg, node32, shards::split_driver_options{});
+    shards::split_driver_options split_opts;
+    split_opts.copy_rows_per_second_max = static_cast<double>(cfg.lim.split_copy_rows_per_second_max);
+    shards::split_driver driver(ioc.get_executor(), shard_set, cfg, node32, split_opts);
     driver.start();
     // On a strand: a refresh fans out one task per shard, and those share its state without locks
     // (shard_set::async_fan_out); on the bare io_context they would run on several threads at once.

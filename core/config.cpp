@@ -360,6 +360,7 @@ config_result parse_config(std::string_view text, std::string_view source_name) 
         r.integer("set_scan_rows_max", c.lim.set_scan_rows_max, 1, 100'000'000);
         r.duration("applied_wait_max_ms", c.lim.applied_wait_max, 0, 3'600'000);
         r.duration("replica_staleness_max_ms", c.lim.replica_staleness_max, 0, 86'400'000);
+        r.integer("split_copy_rows_per_second_max", c.lim.split_copy_rows_per_second_max, 0, 1'000'000'000);
         r.duration("stop_drain_ms", c.lim.stop_drain, 0, 600'000);
         r.duration("stop_timeout_ms", c.lim.stop_timeout, 100, 3'600'000);
         r.check_unknown();
@@ -513,6 +514,7 @@ std::string config_to_toml(const config& c, bool redact_secrets) {
                                       {"set_scan_rows_max", n(l.set_scan_rows_max)},
                                       {"applied_wait_max_ms", ms(l.applied_wait_max)},
                                       {"replica_staleness_max_ms", ms(l.replica_staleness_max)},
+                                      {"split_copy_rows_per_second_max", n(l.split_copy_rows_per_second_max)},
                                       {"stop_drain_ms", ms(l.stop_drain)},
                                       {"stop_timeout_ms", ms(l.stop_timeout)}});
     toml::array shards;

@@ -32,6 +32,10 @@ struct limits {
     // at most this old (measured by a heartbeat, docs/operations.md); 0: never from a replica.
     std::chrono::milliseconds replica_staleness_max{1'000};
 
+    // Online resharding (docs/resharding.md): the split's copy and clean read at most this many rows
+    // of the old owner per second; 0: as fast as the shards go.
+    std::uint64_t split_copy_rows_per_second_max = 0;
+
     // Journal
     std::size_t journal_queue_ops_max = 100'000;      // ops waiting for the writer
     std::size_t journal_group_ops_max = 10'000;       // ops committed in one transaction

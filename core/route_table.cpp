@@ -1,8 +1,8 @@
 #include "core/route_table.hpp"
 
 #include "core/assert.hpp"
+#include "core/text_rules.hpp"
 
-#include <charconv>
 #include <limits>
 
 namespace cairn::core {
@@ -74,39 +74,38 @@ std::string route_table::to_text() const {
 }
 
 result<route_table> route_table::parse(std::string_view text) {
-    // One decimal: digits only, no leading zero unless it is "0", in range of T; then `sep` or the end.
-    const auto number = [](std::string_view& in, auto& out, bool last) {
-        const char* first = in.data();
-        const char* end = in.data() + in.size();
-        if (first == end || *first < '0' || *first > '9') return false;
-        const auto [ptr, ec] = std::from_chars(first, end, out);
-        if (ec != std::errc{} || (*first == '0' && ptr - first > 1)) return false;
-        in.remove_prefix(static_cast<std::size_t>(ptr - first));
-        if (last) return in.empty();
-        if (in.empty() || in.front() != ' ') return false;
-        in.remove_prefix(1);
-        return true;
+    // Each number in the one spelling parse_decimal_uint64 accepts; fields apart by one space.
+    const auto next_field = [&text](bool last) -> std::optional<std::uint64_t> {
+        const auto space = text.find(' ');
+        if (last != (space == std::string_view::npos)) return std::nullopt;
+        const auto v = parse_decimal_uint64(text.substr(0, space));
+        text.remove_prefix(last ? text.size() : space + 1);
+        return v;
     };
     if (text.empty() || text.front() != 'v') return errc::bad_request;
     text.remove_prefix(1);
-    std::uint32_t version = 0;
-    if (!number(text, version, false) || version == 0) return errc::bad_request;
+    const auto version = next_field(false);
+    if (!version || *version == 0 || *version > std::numeric_limits<std::uint32_t>::max()) return errc::bad_request;
     const auto bar = text.find(" | ");
     auto map = shard_map::parse(text.substr(0, bar));
     if (!map) return map.error();
-    if (bar == std::string_view::npos) return route_table(version, std::move(map).value());
+    const auto v32 = static_cast<std::uint32_t>(*version);
+    if (bar == std::string_view::npos) return route_table(v32, std::move(map).value());
     text.remove_prefix(bar + 3);
-    split_route sp;
-    std::uint32_t held = 0, moved = 0, pending = 0;
-    if (!number(text, sp.from, false) || !number(text, sp.adoption_seq, false) || !number(text, sp.cut_over_seq, false) ||
-        !number(text, held, false) || !number(text, moved, false) || !number(text, pending, true) || held > 1 ||
-        moved > 1 || pending > 1) {
-        return errc::bad_request;
+    std::optional<std::uint64_t> f[6];
+    for (int i = 0; i < 6; ++i) f[i] = next_field(i == 5);
+    for (const auto& x : f) {
+        if (!x) return errc::bad_request;
     }
-    sp.new_shard_held = held == 1;
-    sp.reads_moved = moved == 1;
-    sp.adoption_pending = pending == 1;
-    return splitting(version, std::move(map).value(), sp);
+    if (*f[0] >= shard_map::shards_max || *f[3] > 1 || *f[4] > 1 || *f[5] > 1) return errc::bad_request;
+    split_route sp;
+    sp.from = static_cast<shard_index>(*f[0]);
+    sp.adoption_seq = *f[1];
+    sp.cut_over_seq = *f[2];
+    sp.new_shard_held = *f[3] == 1;
+    sp.reads_moved = *f[4] == 1;
+    sp.adoption_pending = *f[5] == 1;
+    return splitting(v32, std::move(map).value(), sp);
 }
 
 }  // namespace cairn::core

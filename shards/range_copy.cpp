@@ -194,7 +194,8 @@ bool in_range(const copy_table& t, const rows& r, std::size_t row, std::size_t r
 // column scan_key.size().
 template <class OnRows>
 asio::awaitable<core::result<void>> async_scan(mariadb_conn& conn, const copy_table& t, core::hash_range range,
-                                               std::size_t chunk_rows, OnRows on_rows) {
+                                               const range_copy_options& options, OnRows on_rows) {
+    const std::size_t chunk_rows = options.chunk_rows;
     const auto first_sql = select_sql(t, false, chunk_rows);
     const auto next_sql = select_sql(t, true, chunk_rows);
     const std::size_t route_col =
@@ -202,6 +203,7 @@ asio::awaitable<core::result<void>> async_scan(mariadb_conn& conn, const copy_ta
     scan_position at;
     bool first = true;
     while (true) {
+        if (options.stop_requested && options.stop_requested()) co_return core::errc::shutting_down;
         const auto params = at.params();
         auto r = co_await conn.async_query_prepared(first ? first_sql : next_sql, params);
         if (!r) co_return r.error();
@@ -360,7 +362,7 @@ asio::awaitable<core::result<range_copy_stats>> async_copy_range(mariadb_conn& f
                     target_tables.value().insert(t.name);
                 }
                 range_copy_progress p{g.name, t.name, 0, 0};
-                auto s = co_await async_scan(from, t, range, options.chunk_rows,
+                auto s = co_await async_scan(from, t, range, options,
                                              [&](const rows& got, const std::vector<std::size_t>& mine) -> asio::awaitable<core::result<void>> {
                                                  p.rows_read += got.size();
                                                  p.rows_copied += mine.size();
@@ -393,7 +395,7 @@ asio::awaitable<core::result<range_copy_stats>> async_delete_range(mariadb_conn&
             // DELETE FROM t WHERE (k1 = ? AND k2 = ?) OR (...): the rows of one chunk in the range, by
             // their scan key (unique). Each chunk commits on its own: the scan goes on past deleted rows.
             range_copy_progress p{g.name, t.name, 0, 0};
-            auto s = co_await async_scan(conn, t, range, options.chunk_rows,
+            auto s = co_await async_scan(conn, t, range, options,
                                          [&](const rows& got, const std::vector<std::size_t>& mine) -> asio::awaitable<core::result<void>> {
                                              p.rows_read += got.size();
                                              stats.rows_read += got.size();
@@ -436,21 +438,33 @@ asio::awaitable<core::result<range_copy_stats>> async_delete_range(mariadb_conn&
 
 asio::awaitable<core::result<std::vector<range_table_diff>>> async_diff_range(mariadb_conn& from, mariadb_conn& to,
                                                                               const std::vector<copy_group>& groups,
-                                                                              core::hash_range range, range_copy_options options) {
+                                                                              core::hash_range range, range_copy_options options,
+                                                                              std::string_view tag_sql) {
     options.chunk_rows = std::clamp<std::size_t>(options.chunk_rows, 1, 10'000);
     auto target_tables = co_await async_tables_of(to);
     if (!target_tables) co_return target_tables.error();
     std::vector<range_table_diff> out;
     for (const auto& g : groups) {
         const auto first = out.size();
-        for (const auto& t : g.tables) out.push_back({t.name});
+        for (const auto& t : g.tables) out.push_back(range_table_diff{t.name, 0, 0, 0, 0, {}, {}});
         const auto digest = [&](mariadb_conn& conn, bool source) -> asio::awaitable<core::result<void>> {
+            if (!tag_sql.empty()) {
+                auto tag = co_await conn.async_query(tag_sql);
+                if (!tag && !tables_missing(conn)) co_return tag.error();
+                std::string text;
+                for (std::size_t i = 0; tag && i < tag.value().size(); ++i) {
+                    for (std::size_t c = 0; c < tag.value().columns(); ++c) {
+                        fmt::format_to(std::back_inserter(text), "{}{}", c ? "," : i ? ";" : "", tag.value().at(i, c).value_or("NULL"));
+                    }
+                }
+                for (std::size_t k = 0; k < g.tables.size(); ++k) (source ? out[first + k].tag_from : out[first + k].tag_to) = text;
+            }
             for (std::size_t k = 0; k < g.tables.size(); ++k) {
                 const auto& t = g.tables[k];
                 auto& d = out[first + k];
                 if (!source && !target_tables.value().contains(t.name)) continue;  // empty there
                 const auto sum_col = t.sum_column.empty() ? 0 : t.scan_key.size() + position_of(t.columns, t.sum_column);
-                auto s = co_await async_scan(conn, t, range, options.chunk_rows,
+                auto s = co_await async_scan(conn, t, range, options,
                                              [&](const rows& got, const std::vector<std::size_t>& mine) -> asio::awaitable<core::result<void>> {
                                                  for (const auto i : mine) {
                                                      if (sum_col != 0 && got.int64_at(i, sum_col) == 0) continue;

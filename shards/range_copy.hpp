@@ -77,6 +77,9 @@ struct range_copy_options {
     // The copy's throttle: at most this many source rows read per second, averaged from its start
     // (it waits between chunks); 0: as fast as the shards go. The diff ignores it.
     double rows_per_second_max = 0;
+    // Asked before every chunk; true ends the copy, diff or delete with shutting_down (cairnd's stop
+    // must not wait for a whole range).
+    std::function<bool()> stop_requested;
 };
 
 struct range_copy_progress {
@@ -113,6 +116,10 @@ struct range_table_diff {
     std::string table;
     std::uint64_t rows_from = 0, rows_to = 0;
     std::uint64_t checksum_from = 0, checksum_to = 0;
+    // What `tag_sql` (async_diff_range) answered inside each side's snapshot of the table's group, its
+    // rows joined: e.g. the shards' applied marks, to tell a difference of ops one side has not applied
+    // yet (different marks) from a real one (the same marks).
+    std::string tag_from, tag_to;
     bool same() const noexcept { return rows_from == rows_to && checksum_from == checksum_to; }
 };
 
@@ -120,6 +127,6 @@ struct range_table_diff {
 // compares their rows of the range. A table missing on the target counts as empty there.
 [[nodiscard]] boost::asio::awaitable<core::result<std::vector<range_table_diff>>> async_diff_range(
     mariadb_conn& from, mariadb_conn& to, const std::vector<copy_group>& groups, core::hash_range range,
-    range_copy_options options);
+    range_copy_options options, std::string_view tag_sql = {});
 
 }  // namespace cairn::shards

@@ -42,6 +42,25 @@ using marks = std::map<std::uint64_t, std::uint64_t>;
 
 }  // namespace
 
+// Registers connections with the driver for as long as it lives, so that stop() can abort them.
+class live_conns {
+public:
+    live_conns(split_driver& d, std::initializer_list<mariadb_conn*> conns) : d_(d), mine_(conns) {
+        std::lock_guard lock(d_.live_mutex_);
+        d_.live_.insert(d_.live_.end(), mine_.begin(), mine_.end());
+    }
+    ~live_conns() {
+        std::lock_guard lock(d_.live_mutex_);
+        std::erase_if(d_.live_, [this](mariadb_conn* c) { return std::find(mine_.begin(), mine_.end(), c) != mine_.end(); });
+    }
+    live_conns(const live_conns&) = delete;
+    live_conns& operator=(const live_conns&) = delete;
+
+private:
+    split_driver& d_;
+    std::vector<mariadb_conn*> mine_;
+};
+
 split_driver::split_driver(asio::any_io_executor ex, shard_set& set, const core::config& cfg, std::uint32_t node_id,
                            split_driver_options opts)
     : strand_(asio::make_strand(ex)), timer_(strand_), set_(set), cfg_(cfg), node_id_(node_id), opts_(opts) {}
@@ -50,6 +69,10 @@ void split_driver::start() { asio::co_spawn(strand_, async_run(), core::log_task
 
 void split_driver::stop() {
     stopping_ = true;
+    {
+        std::lock_guard lock(live_mutex_);
+        for (auto* c : live_) c->abort();
+    }
     asio::post(strand_, [this] { timer_.cancel(); });
 }
 
@@ -65,6 +88,24 @@ asio::awaitable<void> split_driver::async_run() {
         core::error_code ec;
         co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
+}
+
+asio::awaitable<core::result<void>> split_driver::async_connect_checked(mariadb_conn& conn, core::shard_index index) {
+    if (auto r = co_await conn.async_connect(); !r) co_return r;
+    // The pools check every connection; these are the driver's own.
+    if (auto why = co_await async_check_shard_identity(conn, index, static_cast<std::uint32_t>(cfg_.shards.size()));
+        !why.empty()) {
+        spdlog::error("split: shard {}: {}", index, why);
+        co_return core::errc::shard_rejected;
+    }
+    co_return core::success();
+}
+
+asio::awaitable<core::result<std::vector<copy_group>>> split_driver::async_open_pair(mariadb_conn& source, core::shard_index from,
+                                                                                     mariadb_conn& target, core::shard_index to) {
+    if (auto r = co_await async_connect_checked(source, from); !r) co_return r.error();
+    if (auto r = co_await async_connect_checked(target, to); !r) co_return r.error();
+    co_return co_await async_plan_range_copy(source, cfg_.counters, cfg_.cells);
 }
 
 asio::awaitable<core::result<void>> split_driver::async_drive_once() {
@@ -132,6 +173,27 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
         co_return marks(r.value().begin(), r.value().end());
     };
 
+    // One driver at a time, also while the election changes hands (a gateway stopping or coming back
+    // mid-copy): two copies from different snapshots could leave counts that disagree with the rows.
+    // A named lock on shard 0, held by a connection of this round's own: a driver that dies frees it.
+    mariadb_conn lock(co_await asio::this_coro::executor, conn_params_of(cfg_, 0));
+    const live_conns live_lock(*this, {&lock});
+    if (auto r = co_await async_connect_checked(lock, 0); !r) co_return r;
+    auto got = co_await lock.async_query("SELECT GET_LOCK('cairn_split_driver', 0)");
+    if (!got) co_return got.error();
+    if (got.value().size() != 1 || got.value().at(0, 0) != std::optional<std::string_view>("1")) {
+        note(fmt::format("map version {}: another gateway is driving the split", split.version));
+        co_return core::success();
+    }
+    // The state read above may be a previous driver's, who moved it since: acted on only if it holds
+    // now that nobody else can move it (a copy after the new shard was released would undo its applies).
+    {
+        auto again = co_await async_read_maps(lock);
+        if (!again) co_return again.error();
+        const auto it = std::find_if(again.value().begin(), again.value().end(),
+                                     [&](const stored_map& m) { return m.version == split.version; });
+        if (it == again.value().end() || it->state != split.state) co_return core::success();
+    }
     switch (split.state) {
         case split_state::adopting: {
             if (!every_live([&](std::uint64_t n) { return adopted_from.contains(n); })) {
@@ -154,21 +216,14 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
             const auto ex = co_await asio::this_coro::executor;
             mariadb_conn source(ex, conn_params_of(cfg_, from));
             mariadb_conn target(ex, conn_params_of(cfg_, to));
-            const auto shards = static_cast<std::uint32_t>(cfg_.shards.size());
-            for (auto* c : {&source, &target}) {
-                if (auto r = co_await c->async_connect(); !r) co_return r.error();
-                const auto index = c == &source ? from : to;
-                if (auto why = co_await async_check_shard_identity(*c, index, shards); !why.empty()) {
-                    spdlog::error("split: shard {}: {}", index, why);
-                    co_return core::errc::shard_rejected;
-                }
-            }
-            auto plan = co_await async_plan_range_copy(source, cfg_.counters, cfg_.cells);
+            const live_conns live(*this, {&source, &target});
+            auto plan = co_await async_open_pair(source, from, target, to);
             if (!plan) co_return plan.error();
             spdlog::info("split: map version {}: copying shard {}'s hashes {}..{} to shard {}", split.version, from,
                          range.first, range.last, to);
             range_copy_options o;
             o.chunk_rows = opts_.copy_chunk_rows;
+            o.stop_requested = [this] { return stopping_.load(); };
             o.rows_per_second_max = opts_.copy_rows_per_second_max;
             auto last_log = std::chrono::steady_clock::now();
             auto copied = co_await async_copy_range(source, target, plan.value(), range, o, [&](const range_copy_progress& p) {
@@ -206,33 +261,54 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
             const auto ex = co_await asio::this_coro::executor;
             mariadb_conn source(ex, conn_params_of(cfg_, from));
             mariadb_conn target(ex, conn_params_of(cfg_, to));
-            if (auto r = co_await source.async_connect(); !r) co_return r.error();
-            if (auto r = co_await target.async_connect(); !r) co_return r.error();
-            auto plan = co_await async_plan_range_copy(source, cfg_.counters, cfg_.cells);
+            const live_conns live(*this, {&source, &target});
+            auto plan = co_await async_open_pair(source, from, target, to);
             if (!plan) co_return plan.error();
             // Counter sums of R differ by design once N takes R's increments alone (from the adoption).
             std::erase_if(plan.value(), [](const copy_group& g) { return g.name == "counters"; });
             range_copy_options o;
             o.chunk_rows = opts_.copy_chunk_rows;
-            auto diff = co_await async_diff_range(source, target, plan.value(), range, o);
+            o.stop_requested = [this] { return stopping_.load(); };
+            // Under live writes the two shards are rarely at the same op when their snapshots are taken:
+            // each snapshot also reads the shard's applied marks, and a difference counts only when both
+            // had applied the same ops (the same marks). Otherwise the diff runs again at once, a few times.
+            for (int attempt = 0; attempt < 10 && !stopping_; ++attempt) {
+                auto diff = co_await async_diff_range(source, target, plan.value(), range, o,
+                                                      "SELECT node_id, seq FROM applied_marks ORDER BY node_id");
+                if (!diff) co_return diff.error();
+                std::vector<std::string> differing;
+                bool moving = false;
+                for (const auto& d : diff.value()) {
+                    if (d.same()) continue;
+                    if (d.tag_from != d.tag_to) {
+                        moving = true;
+                        continue;
+                    }
+                    differing.push_back(fmt::format("{} ({} rows on shard {}, {} on shard {})", d.table, d.rows_from, from,
+                                                    d.rows_to, to));
+                }
+                if (differing.empty() && !moving) {
+                    source.close();
+                    target.close();
+                    co_return co_await move_to(split_state::switched);
+                }
+                if (differing.empty()) continue;  // still applying: compare again
+                source.close();
+                target.close();
+                if (++dirty_diffs_ < opts_.verify_attempts) {
+                    note(fmt::format("map version {}: shards {} and {} differ in {} at the same applied ops; comparing again",
+                                     split.version, from, to, fmt::join(differing, ", ")));
+                    co_return core::success();
+                }
+                spdlog::error("split: map version {}: shards {} and {} still differ after {} comparisons at the same applied "
+                              "ops: {}; the split fails",
+                              split.version, from, to, dirty_diffs_, fmt::join(differing, ", "));
+                co_return co_await move_to(split_state::failed);
+            }
             source.close();
             target.close();
-            if (!diff) co_return diff.error();
-            std::vector<std::string> differing;
-            for (const auto& d : diff.value()) {
-                if (!d.same()) differing.push_back(fmt::format("{} ({} rows on shard {}, {} on shard {})", d.table, d.rows_from,
-                                                                from, d.rows_to, to));
-            }
-            if (differing.empty()) co_return co_await move_to(split_state::switched);
-            // Live writes may be between the two shards' applies: compared again next round.
-            if (++dirty_diffs_ < opts_.verify_attempts) {
-                note(fmt::format("map version {}: shards {} and {} differ in {}; comparing again", split.version, from, to,
-                                 fmt::join(differing, ", ")));
-                co_return core::success();
-            }
-            spdlog::error("split: map version {}: shards {} and {} still differ after {} comparisons: {}; the split fails",
-                          split.version, from, to, dirty_diffs_, fmt::join(differing, ", "));
-            co_return co_await move_to(split_state::failed);
+            note(fmt::format("map version {}: shards {} and {} are still applying; comparing again", split.version, from, to));
+            co_return core::success();
         }
         case split_state::switched:
         case split_state::done: {
@@ -259,16 +335,13 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
         case split_state::cleaning: {
             const auto ex = co_await asio::this_coro::executor;
             mariadb_conn source(ex, conn_params_of(cfg_, from));
-            if (auto r = co_await source.async_connect(); !r) co_return r.error();
-            if (auto why = co_await async_check_shard_identity(source, from, static_cast<std::uint32_t>(cfg_.shards.size()));
-                !why.empty()) {
-                spdlog::error("split: shard {}: {}", from, why);
-                co_return core::errc::shard_rejected;
-            }
+            const live_conns live(*this, {&source});
+            if (auto r = co_await async_connect_checked(source, from); !r) co_return r;
             auto plan = co_await async_plan_range_copy(source, cfg_.counters, cfg_.cells);
             if (!plan) co_return plan.error();
             range_copy_options o;
             o.chunk_rows = opts_.copy_chunk_rows;
+            o.stop_requested = [this] { return stopping_.load(); };
             o.rows_per_second_max = opts_.copy_rows_per_second_max;
             auto deleted = co_await async_delete_range(source, plan.value(), range, o);
             source.close();

@@ -20,6 +20,7 @@
 
 #include "core/config.hpp"
 #include "core/result.hpp"
+#include "core/shard_map.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -29,11 +30,15 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace cairn::shards {
 
+class mariadb_conn;
 class shard_set;
+struct copy_group;
 
 struct split_driver_options {
     std::chrono::milliseconds interval{1000};
@@ -55,6 +60,11 @@ public:
 
 private:
     boost::asio::awaitable<void> async_run();
+    // Connects one of its own connections to shard `index` and checks the shard's identity there.
+    boost::asio::awaitable<core::result<void>> async_connect_checked(mariadb_conn& conn, core::shard_index index);
+    // Both connections of a copy or diff, checked, and the copy's plan read from the source.
+    boost::asio::awaitable<core::result<std::vector<copy_group>>> async_open_pair(mariadb_conn& source, core::shard_index from,
+                                                                                  mariadb_conn& target, core::shard_index to);
 
     boost::asio::strand<boost::asio::any_io_executor> strand_;
     boost::asio::steady_timer timer_;
@@ -63,6 +73,10 @@ private:
     std::uint32_t node_id_;
     split_driver_options opts_;
     std::atomic<bool> stopping_{false};
+    // The connections of its own that a copy, diff or clean uses now: stop() aborts their statements.
+    std::mutex live_mutex_;
+    std::vector<mariadb_conn*> live_;  // guarded by live_mutex_
+    friend class live_conns;
     int dirty_diffs_ = 0;    // on the strand: verifying rounds whose diff was not clean
     std::string last_note_;  // on the strand: the last "waiting for ..." logged, so it is logged once
 };

@@ -1323,12 +1323,14 @@ run_report run_split_copy(const bench_config& cfg) {
             } else {
                 auto plan = co_await shards::async_plan_range_copy(from, {}, {});
                 if (!plan) co_return fail(plan.error(), from.last_error());
-                auto copied = co_await shards::async_copy_range(from, to, plan.value(), half, {split_chunk_rows});
+                shards::range_copy_options copy_opts;
+                copy_opts.chunk_rows = split_chunk_rows;
+                auto copied = co_await shards::async_copy_range(from, to, plan.value(), half, copy_opts);
                 if (!copied) co_return fail(copied.error(), from.last_error() + " / " + to.last_error());
                 took = std::chrono::duration<double>(clock_type::now() - t0).count();
                 moved = copied.value().rows_copied;
                 r.extra["rows_read"] = static_cast<double>(copied.value().rows_read);
-                auto diff = co_await shards::async_diff_range(from, to, plan.value(), half, {split_chunk_rows});
+                auto diff = co_await shards::async_diff_range(from, to, plan.value(), half, copy_opts);
                 if (!diff) co_return fail(diff.error(), "the diff failed");
                 for (const auto& d : diff.value()) {
                     if (!d.same()) {

@@ -38,7 +38,7 @@ TEST(range_copy, the_throttle_paces_the_copy_and_progress_follows_every_chunk) {
     ASSERT_TRUE(plan.has_value());
 
     std::vector<shards::range_copy_progress> seen;
-    shards::range_copy_options options{50, 1000};
+    shards::range_copy_options options{50, 1000, {}};
     const auto t0 = std::chrono::steady_clock::now();
     auto copied = run_on(ioc, shards::async_copy_range(from, to, plan.value(), half, options,
                                                        [&](const shards::range_copy_progress& p) { seen.push_back(p); }));

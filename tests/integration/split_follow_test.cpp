@@ -196,5 +196,166 @@ TEST(split, a_shard_splits_under_writes_and_its_upper_half_moves_whole) {
     EXPECT_EQ(gw.terminate(), 0) << gw.log_tail();
 }
 
+// The issue's test (issue 16): two gateways write and read through the split — each read of an edge
+// the other gateway acknowledged, with its after= token, must find it — and the driving gateway is
+// restarted while the copy runs (throttled so that it is still running): the other gateway takes over
+// the driving, and at the end the new shard holds exactly the moved half of everything acknowledged.
+TEST(split, two_gateways_split_a_shard_under_reads_and_writes_and_a_restart_during_the_copy) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    const std::string db2 = "cairn_split2", db2_n = "cairn_split2_n";
+    fresh_database(db2);
+    fresh_database(db2_n);
+    const auto servers = test_shards();
+    const auto three = core::shard_map::equal_ranges(2).split(0).value();
+    std::vector<std::int64_t> on_one;
+    for (std::int64_t id = 1; on_one.size() < 50; ++id) {
+        if (three.shard_of_id(id) == 1) on_one.push_back(id);
+    }
+    const auto edge_of = [&](std::uint64_t k) {  // sources anywhere, destinations on shard 1
+        return std::pair<std::int64_t, std::int64_t>(static_cast<std::int64_t>(1'000 + k % 4'000), on_one[k % on_one.size()]);
+    };
+
+    cairnd_options a_opts;
+    a_opts.database = db2;
+    a_opts.node_id = 1;
+    a_opts.shards = {servers[0], servers[1]};
+    a_opts.journal_dir = make_temp_dir("cairn-split2-a");
+    std::mutex mu;
+    edge_set acked;
+    {
+        cairnd_process first(a_opts);
+        ASSERT_TRUE(first.start()) << first.log_tail();
+        // Enough rows that a copy of 500 rows per second runs for a few seconds.
+        for (std::uint64_t k = 0; k < 1'500; ++k) {
+            const auto e = edge_of(k);
+            ASSERT_TRUE(post_edge(first.port(), e.first, e.second));
+            acked.insert(e);
+        }
+        ASSERT_TRUE(wait_applied(first.port(), 60s));
+        ASSERT_EQ(first.terminate(), 0) << first.log_tail();
+    }
+    a_opts.shards.push_back(servers[1]);
+    a_opts.shard_databases = {"", "", db2_n};
+    a_opts.extra_toml = "[limits]\nsplit_copy_rows_per_second_max = 500\n";
+    cairnd_options b_opts = a_opts;
+    b_opts.node_id = 2;
+    b_opts.journal_dir = make_temp_dir("cairn-split2-b");
+    cairnd_process a(a_opts), b(b_opts);
+    ASSERT_TRUE(a.start()) << a.log_tail();
+    ASSERT_TRUE(b.start()) << b.log_tail();
+
+    // Writers on both gateways; a reader that reads each write through the other gateway with its token.
+    std::atomic<bool> running{true};
+    std::atomic<std::uint64_t> reads{0};
+    std::string failure;
+    const auto fail = [&](std::string what) {
+        std::lock_guard lock(mu);
+        if (failure.empty()) failure = std::move(what);
+    };
+    // A's restart: writes through A then may be journaled without an answer (not acknowledged, maybe
+    // applied), and reads through A fail. restart_epoch changes when A goes down and when it is back.
+    std::atomic<int> restart_epoch{0};
+    edge_set maybe;  // writes whose answer the restart cut off
+    const auto writer = [&](cairnd_process& own, cairnd_process& other, bool own_is_a, std::uint64_t first_k) {
+        for (std::uint64_t k = first_k; running; k += 2) {
+            const auto e = edge_of(k);
+            const int before = restart_epoch;
+            auto w = http_post(own.port(), "/v1/graphs/g/edges", fmt::format(R"({{"source_id": {}, "destination_id": {}}})", e.first, e.second));
+            if (!w || w->status != 202) {
+                if (own_is_a && (before % 2 == 1 || restart_epoch != before)) {
+                    std::lock_guard lock(mu);
+                    maybe.insert(e);
+                    continue;
+                }
+                return fail(fmt::format("a write of {} -> {} through node {} failed: {}", e.first, e.second, own_is_a ? 1 : 2,
+                                        w ? w->body : "no answer"));
+            }
+            {
+                std::lock_guard lock(mu);
+                acked.insert(e);
+            }
+            const auto token = nlohmann::json::parse(w->body).value("after", std::string());
+            const int read_before = restart_epoch;
+            auto r = http_get(other.port(), fmt::format("/v1/graphs/g/edges/{}/{}?after={}&timeout_ms=20000", e.first, e.second, token));
+            if (!r || r->status != 200) {
+                if (!own_is_a && (read_before % 2 == 1 || restart_epoch != read_before)) continue;  // A was restarting
+                return fail(fmt::format("a read of {} -> {} (written through node {}, after={}) answered {}", e.first, e.second,
+                                        own_is_a ? 1 : 2, token, r ? std::to_string(r->status) + " " + r->body : "nothing"));
+            }
+            ++reads;
+        }
+    };
+    std::thread wa([&] { writer(a, b, true, 1'500); });
+    std::thread wb([&] { writer(b, a, false, 1'501); });
+
+    asio::io_context ioc;
+    shards::mariadb_conn admin(ioc.get_executor(), params_for(servers[0], db2));
+    ASSERT_TRUE(run_on(ioc, admin.async_connect()));
+    ASSERT_TRUE(run_on(ioc, shards::async_propose_split(admin, 2, 0, fmt::format("{}:{}", servers[1].host, servers[1].port), 1)));
+    ASSERT_TRUE(run_on(ioc, shards::async_move_split(admin, 2, split_state::planned, split_state::adopting, 1)));
+    const auto state = [&] {
+        auto r = query_sql(servers[0], "SELECT state FROM shard_maps WHERE version = 2", db2);
+        return r && !r.value().empty() ? r.value().front() : std::string();
+    };
+    // The copy runs on A (node 1, the lowest live); A restarts in the middle of it.
+    const bool copying = wait_until([&] { return state() == "copying"; }, 60s);
+    if (copying) {
+        ++restart_epoch;
+        EXPECT_EQ(a.terminate(), 0) << a.log_tail();
+        EXPECT_TRUE(a.start()) << a.log_tail();
+        ++restart_epoch;
+    }
+    const bool ended = wait_until([&] { return state() == "retired" || state() == "failed"; }, 180s);
+    running = false;
+    wa.join();
+    wb.join();
+    ASSERT_TRUE(copying) << "the split never copied; it is " << state() << "; " << a.log_tail(8000);
+    ASSERT_TRUE(ended) << "the split is " << state() << "; A: " << a.log_tail(6000) << "; B: " << b.log_tail(6000);
+    ASSERT_EQ(state(), "retired") << a.log_tail(8000) << b.log_tail(8000);
+    ASSERT_TRUE(failure.empty()) << failure;
+    EXPECT_GT(reads.load(), 20u) << "reads through the other gateway during the split";
+    ASSERT_TRUE(wait_applied(a.port(), 60s));
+    ASSERT_TRUE(wait_applied(b.port(), 60s));
+
+    // Each edge's forward row by its source: shard 0's lower half, shard 1, the moved half on shard 2.
+    edge_set want[3];
+    for (const auto& e : acked) want[three.shard_of_id(e.first)].insert(e);
+    ASSERT_GT(want[2].size(), 100u);
+    auto adoptions = query_sql(servers[0], "SELECT node_id FROM shard_map_adoptions WHERE version = 2 ORDER BY node_id", db2);
+    ASSERT_TRUE(adoptions.has_value());
+    EXPECT_EQ(adoptions.value(), (std::vector<std::string>{"1", "2"}));
+    // Each shard holds its half of every acknowledged edge, and nothing else but writes the restart cut
+    // off (journaled, unanswered).
+    for (const auto& [server, database, shard] :
+         {std::tuple{servers[0], db2, 0u}, std::tuple{servers[1], db2, 1u}, std::tuple{servers[1], db2_n, 2u}}) {
+        const auto held = edges_in(server, database);
+        std::size_t missing = 0, extra = 0;
+        for (const auto& e : want[shard]) missing += held.contains(e) ? 0 : 1;
+        for (const auto& e : held) extra += three.shard_of_id(e.first) == shard && (want[shard].contains(e) || maybe.contains(e)) ? 0 : 1;
+        EXPECT_EQ(missing, 0u) << "acknowledged edges missing on shard " << shard;
+        EXPECT_EQ(extra, 0u) << "edges on shard " << shard << " that were not acknowledged there";
+    }
+    const auto log_a = a.log_tail(400000) + b.log_tail(400000);
+    EXPECT_NE(log_a.find("-> retired"), std::string::npos);
+    // Counts equal the rows (exact), read through either gateway.
+    const auto all_edges = [&] {
+        auto x = edges_in(servers[1], db2_n);
+        for (const auto& e : edges_in(servers[0], db2)) x.insert(e);
+        for (const auto& e : edges_in(servers[1], db2)) x.insert(e);
+        return x;
+    }();
+    for (std::int64_t s = 1'000; s < 1'040; ++s) {
+        std::int64_t expected = 0;
+        for (const auto& e : all_edges) expected += e.first == s ? 1 : 0;
+        auto r = http_get((s % 2 ? a : b).port(), fmt::format("/v1/graphs/g/nodes/{}/count", s));
+        ASSERT_TRUE(r);
+        ASSERT_EQ(r->status, 200) << r->body;
+        EXPECT_EQ(nlohmann::json::parse(r->body).value("count", -1), expected)
+            << "node " << s << " (shard " << three.shard_of_id(s) << ")";
+    }
+    EXPECT_EQ(a.terminate(), 0) << a.log_tail();
+    EXPECT_EQ(b.terminate(), 0) << b.log_tail();
+}
+
 }  // namespace
 }  // namespace cairn::test
