@@ -92,10 +92,14 @@ void node_lease_keeper::stop() {
 }
 
 asio::awaitable<void> node_lease_keeper::async_run() {
-    while (!stopping_) {
-        timer_.expires_after(claim_.ttl / 3);
-        core::error_code ec;
-        co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    // The first renewal at once: the start's claim named the configured port, this one the port the
+    // server really bound (listen.port 0 picks one), which /v1/admin/status shows as the holder.
+    for (bool first = true; !stopping_; first = false) {
+        if (!first) {
+            timer_.expires_after(claim_.ttl / 3);
+            core::error_code ec;
+            co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        }
         if (stopping_) break;
         claim_.last_seq = journal_.last_seq();
         const auto renew = [this](mariadb_conn& conn) -> asio::awaitable<core::result<lease_verdict>> {

@@ -83,7 +83,7 @@ TEST(feed, a_consumer_that_resumes_many_times_gets_every_op_once_in_seq_order_wh
             if (!writing && delivered.size() == acked.size()) break;
         }
         const json page = get_json(gw.port(), "/v1/feed?from=" + std::to_string(from) + "&limit=" +
-                                                  std::to_string(1 + rng() % 40) + "&wait_ms=300");
+                                                  std::to_string(1 + rng() % 12) + "&wait_ms=300");
         ASSERT_TRUE(page.is_object());
         ++polls;
         std::uint64_t prev = from;
