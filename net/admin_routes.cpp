@@ -366,7 +366,7 @@ json render_status(gateway& gw) {
 asio::awaitable<void> async_add_gateways(gateway& gw, json& status) {
     // A shard known to be down would hold the status for a connect timeout: say so instead.
     for (std::size_t i = 0; i < gw.shards.size(); ++i) {
-        if (!gw.shards.at(static_cast<core::shard_index>(i)).up()) {
+        if (gw.shards.at(static_cast<core::shard_index>(i)).known_down()) {
             status["gateways"] = nullptr;
             status["gateways_error"] = fmt::format("shard {} is down", i);
             co_return;

@@ -108,7 +108,7 @@ asio::awaitable<response> async_post_cells(gateway& gw, route_context& ctx) {
             continue;
         }
         const auto s = shard_of_row(gw, c.row_key);
-        if (gw.shards.at(s).up()) by_shard[s].push_back(std::move(key));
+        if (!gw.shards.at(s).known_down()) by_shard[s].push_back(std::move(key));
     }
     if (!by_shard.empty()) {
         auto existing = std::make_shared<existing_cells>();

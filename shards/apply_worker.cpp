@@ -155,11 +155,19 @@ void apply_worker::note_outage(std::string_view what, const std::string& detail)
         spdlog::warn("shard {}{}{}{}: {} failed: {}; writes are kept in the journal until it is back", opts_.shard,
                      where.empty() ? "" : " (", where, where.empty() ? "" : ")", what, detail);
     }
+    known_down_ = true;
     m_up_.set(0);
     m_outages_.inc();
     // Whatever answers next may be another server (a promoted replica behind the same address).
     check_mark_ = true;
     outage_delay_ = std::clamp(outage_delay_ * 2, std::chrono::milliseconds(50), opts_.lim.outage_backoff_max);
+}
+
+void apply_worker::note_up(std::string_view how) {
+    if (!shard_up_.exchange(true) && !how.empty()) spdlog::info("shard {}: {}", opts_.shard, how);
+    known_down_ = false;
+    m_up_.set(1);
+    outage_delay_ = 0ms;
 }
 
 std::chrono::milliseconds apply_worker::retry_delay(std::uint32_t attempts) {
@@ -198,9 +206,7 @@ asio::awaitable<bool> apply_worker::async_ensure_schema() {
         co_return false;
     }
     schema_ready_ = true;
-    shard_up_ = true;
-    m_up_.set(1);
-    outage_delay_ = 0ms;
+    note_up({});
     co_return true;
 }
 
@@ -266,9 +272,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_idle_probe() {
         note_outage("connecting", target_.describe_open_failure(session.error()));
         co_return step_outcome::outage;
     }
-    if (!shard_up_.exchange(true)) spdlog::info("shard {}: answering again", opts_.shard);
-    m_up_.set(1);
-    outage_delay_ = 0ms;
+    note_up("answering again");
     if (mark_check_due()) co_return co_await async_check_mark(*session.value());
     co_return step_outcome::idle;
 }
@@ -606,9 +610,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
     applied_seq_ = taken_through;
     m_applied_seq_.set(static_cast<double>(applied_seq_.load()));
     wake_waiters();
-    if (!shard_up_.exchange(true)) spdlog::info("shard {}: applying again", shard);
-    m_up_.set(1);
-    outage_delay_ = 0ms;
+    note_up("applying again");
     co_return step_outcome::progressed;
 }
 

@@ -88,6 +88,9 @@ public:
     // wait ends within timeout. Any thread; the worker must outlive the wait.
     boost::asio::awaitable<bool> async_wait_applied(std::uint64_t seq, std::chrono::milliseconds timeout);
     bool shard_up() const noexcept { return shard_up_.load(); }
+    // The last attempt to reach the shard failed. Not the negation of shard_up(): before the
+    // first attempt ends (just after start) a shard is neither up nor known down.
+    bool shard_known_down() const noexcept { return known_down_.load(); }
     // Ops applied and ops that failed on the healthy shard (queued for retry or dead-lettered)
     // over the last minute, by this worker's wall clock; outages are not failures.
     core::minute_window::totals last_minute() const { return outcomes_.last_minute(now_ms()); }
@@ -147,6 +150,8 @@ private:
     // Marks the shard down (logged once per outage) and doubles outage_delay_.
     // `detail` is the failure as the target or session describes it (the server's own reason).
     void note_outage(std::string_view what, const std::string& detail);
+    // The shard answered: up, not known down, no outage back-off; logs `how` if it was not up.
+    void note_up(std::string_view how);
     std::chrono::milliseconds retry_delay(std::uint32_t attempts);
     // The error task of an op's first failure on the healthy shard (logged and counted); `what` is
     // added to the log line after the seq.
@@ -182,6 +187,7 @@ private:
     std::atomic<bool> stopping_{false};
     std::atomic<std::uint64_t> applied_seq_{0};
     std::atomic<bool> shard_up_{false};
+    std::atomic<bool> known_down_{false};
     std::chrono::milliseconds outage_delay_{0};
     std::minstd_rand rng_;
     core::minute_window outcomes_;

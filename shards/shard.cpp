@@ -77,6 +77,7 @@ boost::asio::awaitable<bool> shard::async_wait_applied(std::uint64_t seq, std::c
 
 std::uint64_t shard::applied_seq() const noexcept { return worker_->applied_seq(); }
 bool shard::up() const noexcept { return worker_->shard_up(); }
+bool shard::known_down() const noexcept { return worker_->shard_known_down(); }
 bool shard::paused() const noexcept { return worker_->paused(); }
 void shard::set_paused(bool paused) noexcept { worker_->set_paused(paused); }
 core::minute_window::totals shard::last_minute() const { return worker_->last_minute(); }

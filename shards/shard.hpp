@@ -107,6 +107,9 @@ public:
     boost::asio::awaitable<bool> async_wait_applied(std::uint64_t seq, std::chrono::milliseconds timeout);
     std::uint64_t applied_seq() const noexcept;
     bool up() const noexcept;
+    // The worker's last attempt to reach the shard failed (false before its first attempt ends).
+    // Callers that skip a shard rather than wait a connect timeout ask this, not !up().
+    bool known_down() const noexcept;
     bool paused() const noexcept;
     void set_paused(bool paused) noexcept;
     core::minute_window::totals last_minute() const;
