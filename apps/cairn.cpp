@@ -4,6 +4,7 @@
 // TOML) > defaults. Exit codes are listed in exit_* below and in docs/cli.md.
 #include "apps/cli/common.hpp"
 #include "apps/cli/replay_cmds.hpp"
+#include "apps/cli/reshard_cmds.hpp"
 #include "core/config.hpp"
 #include "journal/inspect.hpp"
 
@@ -682,6 +683,7 @@ int main(int argc, char** argv) {
         "  cairn replay --since 2h --shard 1     re-inject two hours of writes to shard 1 (idempotent)\n"
         "  cairn journal export --dir DIR --out F.cjx   then on another gateway: cairn journal import F.cjx\n"
         "  cairn index add entries_by_user --kind entry --property user_id:id   an index, back-filled\n"
+        "  cairn reshard plan --shard 0 --to 10.0.0.7:3306   what splitting shard 0 would move\n"
         "  CAIRN_URL=http://10.0.0.5:8080 CAIRN_TOKEN=... cairn status --json\n\n"
         "Settings: flags > environment (CAIRN_URL, CAIRN_TOKEN) > --config (cairnd's TOML: listen address and\n"
         "port, the first admin token) > defaults (http://127.0.0.1:8080, no token).\n"};
@@ -901,6 +903,8 @@ int main(int argc, char** argv) {
 
     cli::replay_commands replay_cmds;  // replay, journal export, journal import
     replay_cmds.add(app, *journal_cmd, s, run, local_only);
+    cli::reshard_commands reshard_cmds;  // reshard plan, split, status, verify, cancel
+    reshard_cmds.add(app, s, run);
 
     auto* index = app.add_subcommand("index",
                                      "Indexes of entities and of cells: define, list and drop them; run and watch the cleaner\n"

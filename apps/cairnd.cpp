@@ -284,6 +284,7 @@ int main(int argc, char** argv) {
     indexing::cleaner index_cleaner(ioc.get_executor(), jn, shard_set, indexes, cfg.lim, metrics);
     gw.index_cleaner = &index_cleaner;
     gw.tokens_required = !cfg.tokens.empty();
+    gw.cfg = &cfg;
     net::router router;
     net::add_api_routes(router, gw);
     net::auth auth(cfg.tokens);

@@ -7,6 +7,7 @@
 #include "indexing/indexed_objects.hpp"
 #include "journal/journal.hpp"
 #include "net/detail/applied_wait.hpp"
+#include "net/detail/body_fields.hpp"
 #include "net/detail/body_json.hpp"
 #include "net/detail/json_escape.hpp"
 #include "net/detail/op_forms.hpp"
@@ -40,8 +41,9 @@ namespace asio = boost::asio;
 using json = nlohmann::json;
 using detail::op_json;
 using detail::parse_edited_op;
+using detail::body_fields;
+using detail::take;
 
-constexpr std::size_t json_depth_max = 8;
 constexpr std::size_t dead_page_limit_default = 100;
 constexpr std::size_t dead_page_limit_max = 1000;
 constexpr std::size_t dead_scan_max = 10000;       // dead letters one list request reads at most
@@ -184,65 +186,6 @@ std::variant<dead_filter, input_error> filter_from_query(const route_context& ct
     return f;
 }
 
-// Parses a small admin body (an object of scalars) with this thread's depth-limited parser.
-// An empty body is the empty object.
-class body_fields {
-public:
-    std::optional<input_error> parse(std::string_view body, std::span<const std::string_view> known) {
-        thread_local simdjson::dom::parser parser(64 * 1024);
-        if (parser.max_depth() != json_depth_max) {
-            if (parser.allocate(64 * 1024, json_depth_max) != simdjson::SUCCESS) return input_error{"body", "cannot be parsed"};
-        }
-        if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return std::nullopt;
-        simdjson::dom::element root;
-        if (auto err = parser.parse(body.data(), body.size(), true).get(root); err) {
-            return input_error{"body", fmt::format("is not valid JSON: {}", simdjson::error_message(err))};
-        }
-        if (!root.is_object()) return input_error{"body", "must be a JSON object"};
-        const simdjson::dom::object fields = root.get_object().value_unsafe();
-        for (auto [key, value] : fields) {
-            if (std::find(known.begin(), known.end(), key) == known.end()) {
-                return input_error{std::string(key), "is not a field of this request"};
-            }
-            if (value.is_bool()) {
-                bools_[std::string(key)] = value.get_bool().value_unsafe();
-            } else if (value.is_uint64()) {
-                uints_[std::string(key)] = value.get_uint64().value_unsafe();
-            } else if (value.is_string()) {
-                strings_[std::string(key)] = std::string(value.get_string().value_unsafe());
-            } else {
-                return input_error{std::string(key), "must be a boolean, a non-negative integer or a string"};
-            }
-        }
-        return std::nullopt;
-    }
-
-    std::variant<std::optional<std::uint64_t>, input_error> uint(const std::string& key, std::uint64_t max) const {
-        if (strings_.contains(key) || bools_.contains(key)) return input_error{key, "must be a non-negative integer"};
-        auto it = uints_.find(key);
-        if (it == uints_.end()) return std::optional<std::uint64_t>{};
-        if (it->second > max) return input_error{key, fmt::format("must be at most {}", max)};
-        return std::optional<std::uint64_t>{it->second};
-    }
-    std::variant<std::optional<bool>, input_error> boolean(const std::string& key) const {
-        if (strings_.contains(key) || uints_.contains(key)) return input_error{key, "must be true or false"};
-        auto it = bools_.find(key);
-        if (it == bools_.end()) return std::optional<bool>{};
-        return std::optional<bool>{it->second};
-    }
-    std::variant<std::optional<std::string>, input_error> string(const std::string& key) const {
-        if (uints_.contains(key) || bools_.contains(key)) return input_error{key, "must be a string"};
-        auto it = strings_.find(key);
-        if (it == strings_.end()) return std::optional<std::string>{};
-        return std::optional<std::string>{it->second};
-    }
-
-private:
-    std::map<std::string, std::uint64_t> uints_;
-    std::map<std::string, bool> bools_;
-    std::map<std::string, std::string> strings_;
-};
-
 // What a set action covers: one (shard, seq), a filter, or everything.
 struct target {
     std::optional<std::uint32_t> shard;
@@ -251,12 +194,6 @@ struct target {
     dead_filter filter;
 };
 
-template <class T>
-std::optional<input_error> take(std::variant<std::optional<T>, input_error> v, std::optional<T>& out) {
-    if (auto* e = std::get_if<input_error>(&v)) return *e;
-    out = std::get<std::optional<T>>(v);
-    return std::nullopt;
-}
 
 // Reads shard, seq, all and (with filters) model, error, older_than_s, newer_than_s from a body.
 // The body must name what it acts on: seq (with shard), a filter, or "all": true.

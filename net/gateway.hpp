@@ -12,6 +12,9 @@
 #include "core/routing.hpp"
 
 
+namespace cairn::core {
+struct config;
+}
 namespace cairn::journal {
 class journal;
 }
@@ -39,6 +42,7 @@ struct gateway {
     indexing::index_registry* indexes = nullptr;                 // index definitions (indexing/index_registry.hpp)
     indexing::cleaner* index_cleaner = nullptr;                  // index back-fill and repair (indexing/cleaner.hpp)
     bool tokens_required = false;                                // [[tokens]] are configured (GET /v1/whoami says so)
+    const core::config* cfg = nullptr;                           // the whole config (the reshard routes: shard addresses)
 };
 
 }  // namespace cairn::net

@@ -368,7 +368,10 @@ std::variant<shards::index_range, input_error> parse_conditions(const core::inde
 
 struct query_state {
     std::map<std::string, std::optional<indexing::indexed_object>> found;  // by entity id / row_key
-    std::vector<shards::index_row> rows;                                  // every shard's page
+    std::vector<shards::index_row> rows;                                  // every shard's page, rows it owns
+    std::size_t read = 0;                                                 // rows the shards answered in all
+    // The least last row of the shards whose page was full: past it a shard may hold rows not read yet.
+    std::optional<shards::index_row> bound;
 };
 
 // GET /v1/entities/{kind}/by/{index} and GET /v1/cells/{table}/by/{index}.
@@ -420,7 +423,7 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
     // parallel, their sorted pages merged.
     // One route table for the whole query: its pages and the objects' shards.
     const auto table = gw.routing.load();
-    const core::shard_map& map = table->read_map();
+    const core::shard_map map = table->read_map();
     std::vector<core::shard_index> index_shards;
     if (def->shard_on < range.equal.size()) {
         index_shards.push_back(map.shard_of_hash(core::index_value_hash(range.equal[def->shard_on])));
@@ -453,19 +456,35 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
         }
         const std::size_t want = limit + 1 - page.size();
         auto st = std::make_shared<query_state>();
-        auto scan = [st, def = *def, range, after, want](core::shard_index,
-                                                          shards::mariadb_conn& conn) -> asio::awaitable<core::result<void>> {
+        // A shard answers only for the rows it owns by the read map: a split's old owner still holds
+        // the moved half's rows from the switch until cleaning, and the new owner holds them too.
+        auto scan = [st, def = *def, range, after, want, map](core::shard_index s,
+                                                               shards::mariadb_conn& conn) -> asio::awaitable<core::result<void>> {
             auto r = co_await shards::async_range_index(conn, def, range, after, want);
             if (!r) co_return r.error();
-            for (auto& row : r.value()) st->rows.push_back(std::move(row));
+            st->read += r.value().size();
+            if (r.value().size() >= want && (!st->bound || key_less(r.value().back(), *st->bound))) st->bound = r.value().back();
+            for (auto& row : r.value()) {
+                if (def.shard_on < row.values.size() && map.shard_of_hash(core::index_value_hash(row.values[def.shard_on])) != s) {
+                    continue;
+                }
+                st->rows.push_back(std::move(row));
+            }
             co_return core::success();
         };
         if (auto ec = co_await gw.shards.async_read_each(index_shards, scan, deadline)) co_return detail::shard_problem(req, ec);
         std::sort(st->rows.begin(), st->rows.end(), key_less);
-        const bool exhausted = st->rows.size() < want;
+        // Rows past the bound may come before rows a full shard has not answered yet: the next round.
+        if (st->bound) std::erase_if(st->rows, [&](const shards::index_row& r) { return key_less(*st->bound, r); });
+        const bool whole_round = st->rows.size() <= want;  // every row up to the bound is in this round
+        const bool exhausted = !st->bound && whole_round;   // no shard holds more
         if (st->rows.size() > want) st->rows.resize(want);
-        rows_read += st->rows.size();
-        if (st->rows.empty()) break;
+        rows_read += st->read;
+        if (st->rows.empty()) {
+            if (exhausted) break;
+            after = *st->bound;  // every row read belonged to other shards
+            continue;
+        }
         // The current objects, from their shards in parallel.
         auto groups = std::make_shared<std::map<core::shard_index, std::vector<std::string>>>();
         for (const auto& row : st->rows) (*groups)[map.shard_of_hash(core::hash_bytes(row.entity_id))].push_back(row.entity_id);
@@ -497,6 +516,7 @@ asio::awaitable<response> async_query(gateway& gw, route_context& ctx, bool cell
                                                        core::format_id16_bytes(row.entity_id), *json, e->ts, core::hlc_ms(e->ts)));
         }
         if (exhausted) break;
+        if (whole_round && st->bound && page.size() <= limit) after = *st->bound;
     }
     const bool more = page.size() > limit;
     if (more) page.pop_back();

@@ -30,6 +30,8 @@ std::span<const problem_type> problem_catalogue() noexcept {
         problems::cell_exists,
         problems::index_exists,
         problems::cleaner_running,
+        problems::split_running,
+        problems::split_not_ready,
         problems::feed_range_gone,
         problems::body_too_large,
         problems::no_table,

@@ -67,6 +67,10 @@ inline constexpr problem_type index_exists{http::status::conflict, "index-exists
     "an index of that name exists with another definition"};
 inline constexpr problem_type cleaner_running{http::status::conflict, "cleaner-running", "Index job running",
     "a back-fill or verify run of that index is running"};
+inline constexpr problem_type split_running{http::status::conflict, "split-running", "Split under way",
+    "a split of the shard map is under way (one at a time), or is not far enough along for the request"};
+inline constexpr problem_type split_not_ready{http::status::conflict, "split-not-ready", "Split not ready",
+    "a split's precondition does not hold: the new shard is not listed in `[[shards]]` at that address, or holds rows"};
 inline constexpr problem_type feed_range_gone{http::status::gone, "feed-range-gone", "Feed range gone",
     "`GET /v1/feed`: the journal no longer holds the ops after `from` (retention); member `oldest_seq`"};
 inline constexpr problem_type body_too_large{http::status::payload_too_large, "body-too-large", "Body too large",

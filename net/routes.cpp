@@ -12,6 +12,7 @@
 #include "net/gateway.hpp"
 #include "net/problem.hpp"
 #include "net/replay_routes.hpp"
+#include "net/reshard_routes.hpp"
 #include "net/router.hpp"
 #include "shards/edge_store.hpp"
 #include "shards/journal_await.hpp"
@@ -156,6 +157,7 @@ void add_api_routes(router& r, gateway& gw) {
     add_entity_routes(r, gw);
     add_index_routes(r, gw);
     add_admin_routes(r, gw);
+    if (gw.cfg != nullptr) add_reshard_routes(r, gw);  // needs the shards' addresses
     add_replay_routes(r, gw);
     add_feed_routes(r, gw);
     add_asset_routes(r);

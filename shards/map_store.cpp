@@ -33,6 +33,19 @@ constexpr std::string_view create_adoptions_sql = R"(CREATE TABLE IF NOT EXISTS 
   PRIMARY KEY (version, node_id)
 ) ENGINE=InnoDB COMMENT 'which gateway routes by which map version from which seq (docs/resharding.md)')";
 
+constexpr std::string_view create_progress_sql = R"(CREATE TABLE IF NOT EXISTS shard_map_progress (
+  version INT UNSIGNED NOT NULL,
+  driver INT UNSIGNED NOT NULL COMMENT 'node id of the gateway driving the split',
+  note VARCHAR(1000) NOT NULL COMMENT 'what it does or waits for',
+  tbl VARCHAR(200) NOT NULL COMMENT 'the table the copy or clean is in',
+  rows_read BIGINT UNSIGNED NOT NULL,
+  rows_done BIGINT UNSIGNED NOT NULL,
+  rows_estimate BIGINT UNSIGNED NOT NULL,
+  started_ms BIGINT UNSIGNED NOT NULL,
+  updated_ms BIGINT UNSIGNED NOT NULL,
+  PRIMARY KEY (version)
+) ENGINE=InnoDB COMMENT 'a split''s progress, for cairn reshard status (docs/resharding.md)')";
+
 constexpr std::array<std::string_view, 10> state_names{"planned",   "adopting", "copying", "catching_up", "verifying",
                                                        "switched",  "done",     "cleaning", "retired",    "failed"};
 
@@ -56,6 +69,7 @@ bool split_may_move(split_state from, split_state to) noexcept {
 
 asio::awaitable<core::result<void>> async_create_map_schema(mariadb_conn& conn) {
     if (auto r = co_await conn.async_execute(create_maps_sql); !r) co_return r;
+    if (auto r = co_await conn.async_execute(create_progress_sql); !r) co_return r;
     co_return co_await conn.async_execute(create_adoptions_sql);
 }
 
@@ -182,6 +196,48 @@ asio::awaitable<core::result<void>> async_mark_seen(mariadb_conn& conn, std::uin
         params);
     if (!w) co_return w.error();
     co_return core::success();
+}
+
+asio::awaitable<core::result<void>> async_write_progress(mariadb_conn& conn, std::uint32_t version, const split_progress& p) {
+    const std::string note = p.note.substr(0, 1000);
+    const std::string table = p.table.substr(0, 200);
+    const std::array<sql_param, 9> params{std::uint64_t{version}, std::uint64_t{p.driver}, std::string_view(note),
+                                          std::string_view(table), p.rows_read, p.rows_done, p.rows_estimate, p.started_ms,
+                                          p.updated_ms};
+    constexpr std::string_view sql =
+        "REPLACE INTO shard_map_progress (version, driver, note, tbl, rows_read, rows_done, rows_estimate, started_ms, "
+        "updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    auto w = co_await conn.async_query_prepared(sql, params);
+    if (!w && tables_missing(conn)) {
+        if (auto c = co_await conn.async_execute(create_progress_sql); !c) co_return c;
+        w = co_await conn.async_query_prepared(sql, params);
+    }
+    if (!w) co_return w.error();
+    co_return core::success();
+}
+
+asio::awaitable<core::result<std::optional<split_progress>>> async_read_progress(mariadb_conn& conn, std::uint32_t version) {
+    const std::array<sql_param, 1> key{std::uint64_t{version}};
+    auto r = co_await conn.async_query_prepared(
+        "SELECT driver, note, tbl, rows_read, rows_done, rows_estimate, started_ms, updated_ms FROM shard_map_progress "
+        "WHERE version = ?",
+        key);
+    if (!r) {
+        if (tables_missing(conn)) co_return std::optional<split_progress>{};
+        co_return r.error();
+    }
+    if (r.value().size() != 1) co_return std::optional<split_progress>{};
+    const auto& rows = r.value();
+    split_progress p;
+    p.driver = static_cast<std::uint32_t>(rows.uint64_at(0, 0));
+    p.note = std::string(rows.at(0, 1).value_or(""));
+    p.table = std::string(rows.at(0, 2).value_or(""));
+    p.rows_read = rows.uint64_at(0, 3);
+    p.rows_done = rows.uint64_at(0, 4);
+    p.rows_estimate = rows.uint64_at(0, 5);
+    p.started_ms = rows.uint64_at(0, 6);
+    p.updated_ms = rows.uint64_at(0, 7);
+    co_return p;
 }
 
 }  // namespace cairn::shards

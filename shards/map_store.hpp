@@ -90,4 +90,25 @@ struct adoption {
                                                                          std::uint32_t node_id, split_state state,
                                                                          std::uint64_t cut_over_seq);
 
+// What the driving gateway does for a split now, for `cairn reshard status` on any gateway: written by
+// the driver (split_driver.hpp) every few seconds while it copies or cleans and whenever what it waits
+// for changes; one row per version, the latest write wins.
+struct split_progress {
+    std::uint32_t driver = 0;          // the driving gateway's node id
+    std::string note;                  // what it does or waits for, in words
+    std::string table;                 // the table the copy or clean is in (empty between them)
+    std::uint64_t rows_read = 0;       // source rows read by the copy or clean so far
+    std::uint64_t rows_done = 0;       // of them, copied (or deleted)
+    std::uint64_t rows_estimate = 0;   // rows it will read in all (the source's table statistics; 0: unknown)
+    std::uint64_t started_ms = 0;      // when the copy or clean started (0: none runs)
+    std::uint64_t updated_ms = 0;      // when this was written
+};
+// Errors: the connection's. Creates its table if it is missing (a deployment whose map tables an
+// older cairnd made).
+[[nodiscard]] boost::asio::awaitable<core::result<void>> async_write_progress(mariadb_conn& conn, std::uint32_t version,
+                                                                              const split_progress& p);
+// nullopt: nothing written for that version yet.
+[[nodiscard]] boost::asio::awaitable<core::result<std::optional<split_progress>>> async_read_progress(mariadb_conn& conn,
+                                                                                                    std::uint32_t version);
+
 }  // namespace cairn::shards

@@ -20,6 +20,17 @@ namespace asio = boost::asio;
 
 namespace {
 
+// The throttle's wait until due, in slices, so that a stop (stop_requested) ends it within 100 ms.
+asio::awaitable<void> async_wait_until(asio::steady_timer& timer, std::chrono::steady_clock::time_point due,
+                                       const range_copy_options& options) {
+    while (std::chrono::steady_clock::now() < due) {
+        if (options.stop_requested && options.stop_requested()) co_return;
+        timer.expires_at(std::min(due, std::chrono::steady_clock::now() + std::chrono::milliseconds(100)));
+        core::error_code ec;
+        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+}
+
 // Placeholders per INSERT stay below MariaDB's 65,535, and its bytes below max_allowed_packet.
 constexpr std::size_t insert_params_max = 60'000;
 constexpr std::size_t insert_bytes_max = std::size_t{4} << 20;
@@ -349,10 +360,7 @@ asio::awaitable<core::result<range_copy_stats>> async_copy_range(mariadb_conn& f
         if (options.rows_per_second_max <= 0) co_return;
         const auto due = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                        std::chrono::duration<double>(static_cast<double>(stats.rows_read) / options.rows_per_second_max));
-        if (due <= std::chrono::steady_clock::now()) co_return;
-        throttle.expires_at(due);
-        core::error_code ec;
-        co_await throttle.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        co_await async_wait_until(throttle, due, options);
     };
     for (const auto& g : groups) {
         auto r = co_await async_in_snapshot(from, [&]() -> asio::awaitable<core::result<void>> {
@@ -422,11 +430,7 @@ asio::awaitable<core::result<range_copy_stats>> async_delete_range(mariadb_conn&
                                                  const auto due = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                                                                 std::chrono::duration<double>(static_cast<double>(stats.rows_read) /
                                                                                                               options.rows_per_second_max));
-                                                 if (due > std::chrono::steady_clock::now()) {
-                                                     throttle.expires_at(due);
-                                                     core::error_code ec;
-                                                     co_await throttle.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-                                                 }
+                                                 co_await async_wait_until(throttle, due, options);
                                              }
                                              co_return core::success();
                                          });

@@ -11,6 +11,7 @@
 #include "shards/split_routes.hpp"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -108,6 +109,92 @@ asio::awaitable<core::result<std::vector<copy_group>>> split_driver::async_open_
     co_return co_await async_plan_range_copy(source, cfg_.counters, cfg_.cells);
 }
 
+asio::awaitable<void> split_driver::async_publish(mariadb_conn& conn, std::uint32_t version) {
+    progress_.driver = node_id_;
+    progress_.updated_ms = core::system_wall_clock_ms();
+    // Progress is for people: a failed write is logged once and the split goes on.
+    if (auto r = co_await async_write_progress(conn, version, progress_); !r && !publish_failed_) {
+        spdlog::warn("split: writing the progress on shard 0 failed: {}", r.error().message());
+        publish_failed_ = true;
+    } else if (r) {
+        publish_failed_ = false;
+    }
+}
+
+asio::awaitable<void> split_driver::async_start_step(mariadb_conn& source, const std::vector<copy_group>& plan,
+                                                     std::string what) {
+    progress_.note = std::move(what);
+    progress_.table.clear();
+    progress_.rows_read = progress_.rows_done = 0;
+    step_read_ = step_done_ = table_read_ = table_done_ = 0;
+    progress_.started_ms = core::system_wall_clock_ms();
+    last_chunk_log_ = std::chrono::steady_clock::now();
+    // The rows the step reads: the source's table statistics (an estimate, good enough for an ETA).
+    progress_.rows_estimate = 0;
+    auto stats = co_await source.async_query(
+        "SELECT TABLE_NAME, TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()");
+    if (!stats) co_return;
+    std::set<std::string, std::less<>> names;
+    for (const auto& g : plan) {
+        for (const auto& t : g.tables) names.insert(t.name);
+    }
+    for (std::size_t i = 0; i < stats.value().size(); ++i) {
+        if (names.contains(stats.value().at(i, 0).value_or(""))) progress_.rows_estimate += stats.value().uint64_at(i, 1);
+    }
+}
+
+void split_driver::on_chunk(const range_copy_progress& p, std::string_view verb) {
+    if (p.table != progress_.table) {
+        step_read_ += table_read_;
+        step_done_ += table_done_;
+        table_read_ = table_done_ = 0;
+        progress_.table = p.table;
+    }
+    table_read_ = p.rows_read;
+    table_done_ = p.rows_copied;
+    progress_.rows_read = step_read_ + table_read_;
+    progress_.rows_done = step_done_ + table_done_;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_chunk_log_ < std::chrono::seconds(5)) return;
+    last_chunk_log_ = now;
+    spdlog::info("split: {} {} ({}): {} rows read of about {}, {} in the moved half", verb, p.group, p.table,
+                 progress_.rows_read, progress_.rows_estimate, progress_.rows_done);
+}
+
+asio::awaitable<core::result<range_copy_stats>> split_driver::async_publishing(
+    mariadb_conn& conn, std::uint32_t version, const std::function<asio::awaitable<core::result<range_copy_stats>>()>& step) {
+    // A ticker on this strand writes the progress every 2 s while the step runs (the lock's connection
+    // is idle meanwhile); the step's end stops it, and it is awaited before conn may go.
+    bool running = true;
+    bool ticker_ended = false;
+    asio::steady_timer tick(strand_);
+    asio::steady_timer ended(strand_, asio::steady_timer::time_point::max());
+    co_await async_publish(conn, version);
+    asio::co_spawn(
+        strand_,
+        [&]() -> asio::awaitable<void> {
+            while (running) {
+                tick.expires_after(std::chrono::seconds(2));
+                core::error_code ec;
+                co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+                if (!running) break;
+                co_await async_publish(conn, version);
+            }
+            ticker_ended = true;
+            ended.cancel();
+        },
+        asio::detached);
+    auto r = co_await step();
+    running = false;
+    tick.cancel();
+    if (!ticker_ended) {
+        core::error_code ec;
+        co_await ended.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    co_await async_publish(conn, version);
+    co_return r;
+}
+
 asio::awaitable<core::result<void>> split_driver::async_drive_once() {
     auto read = co_await set_.at(0).async_read([](mariadb_conn& c) -> asio::awaitable<core::result<split_view>> {
         split_view v;
@@ -142,17 +229,27 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
     const auto to = split.new_shard;
     if (to >= set_.size() || to >= cfg_.shards.size()) co_return core::errc::shard_rejected;  // the follower says why
     const auto range = split.map.range_of(to);
-    const auto note = [this](const std::string& what) {
-        if (what != last_note_) spdlog::info("split: {}", what);
+    // What it waits for, logged once and kept on shard 0 for `cairn reshard status` (only once this
+    // driver holds the lock: before that, through the pool).
+    mariadb_conn* publisher = nullptr;
+    const auto note = [this, &split, &publisher](std::string what) -> asio::awaitable<void> {
+        if (what == last_note_) co_return;
+        spdlog::info("split: {}", what);
         last_note_ = what;
+        progress_.note = std::move(what);
+        if (publisher != nullptr) co_await async_publish(*publisher, split.version);
     };
     const auto move_to = [&](split_state next) -> asio::awaitable<core::result<void>> {
         auto r = co_await set_.at(0).async_read([&](mariadb_conn& c) -> asio::awaitable<core::result<void>> {
             co_return co_await async_move_split(c, split.version, split.state, next, core::system_wall_clock_ms());
         });
         if (r) {
-            spdlog::info("split: map version {} (shard {} to shard {}) {} -> {}", split.version, from, to,
-                         split_state_name(split.state), split_state_name(next));
+            const auto what = fmt::format("map version {} (shard {} to shard {}) {} -> {}", split.version, from, to,
+                                          split_state_name(split.state), split_state_name(next));
+            spdlog::info("split: {}", what);
+            progress_.note = what;
+            last_note_.clear();
+            if (publisher != nullptr) co_await async_publish(*publisher, split.version);
         }
         co_return r;
     };
@@ -182,9 +279,10 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
     auto got = co_await lock.async_query("SELECT GET_LOCK('cairn_split_driver', 0)");
     if (!got) co_return got.error();
     if (got.value().size() != 1 || got.value().at(0, 0) != std::optional<std::string_view>("1")) {
-        note(fmt::format("map version {}: another gateway is driving the split", split.version));
+        co_await note(fmt::format("map version {}: another gateway is driving the split", split.version));
         co_return core::success();
     }
+    publisher = &lock;
     // The state read above may be a previous driver's, who moved it since: acted on only if it holds
     // now that nobody else can move it (a copy after the new shard was released would undo its applies).
     {
@@ -197,7 +295,7 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
     switch (split.state) {
         case split_state::adopting: {
             if (!every_live([&](std::uint64_t n) { return adopted_from.contains(n); })) {
-                note(fmt::format("map version {}: waiting for every live gateway to adopt it", split.version));
+                co_await note(fmt::format("map version {}: waiting for every live gateway to adopt it", split.version));
                 co_return core::success();
             }
             auto on_from = co_await read_marks(from);
@@ -205,7 +303,7 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
             for (const auto& [n, s] : adopted_from) {
                 const auto it = on_from.value().find(n);
                 if ((it == on_from.value().end() ? 0 : it->second) + 1 < s) {
-                    note(fmt::format("map version {}: waiting for shard {} to apply node {}'s ops before seq {}", split.version,
+                    co_await note(fmt::format("map version {}: waiting for shard {} to apply node {}'s ops before seq {}", split.version,
                                      from, n, s));
                     co_return core::success();
                 }
@@ -219,18 +317,19 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
             const live_conns live(*this, {&source, &target});
             auto plan = co_await async_open_pair(source, from, target, to);
             if (!plan) co_return plan.error();
-            spdlog::info("split: map version {}: copying shard {}'s hashes {}..{} to shard {}", split.version, from,
-                         range.first, range.last, to);
             range_copy_options o;
             o.chunk_rows = opts_.copy_chunk_rows;
             o.stop_requested = [this] { return stopping_.load(); };
             o.rows_per_second_max = opts_.copy_rows_per_second_max;
-            auto last_log = std::chrono::steady_clock::now();
-            auto copied = co_await async_copy_range(source, target, plan.value(), range, o, [&](const range_copy_progress& p) {
-                const auto now = std::chrono::steady_clock::now();
-                if (now - last_log < std::chrono::seconds(5)) return;
-                last_log = now;
-                spdlog::info("split: copying {} ({}): {} rows read, {} copied", p.group, p.table, p.rows_read, p.rows_copied);
+            // A chunk at most a second's worth of the throttle: smooth progress, prompt stops.
+            if (o.rows_per_second_max > 0) {
+                o.chunk_rows = std::clamp<std::size_t>(static_cast<std::size_t>(o.rows_per_second_max), 1, o.chunk_rows);
+            }
+            co_await async_start_step(source, plan.value(), fmt::format("copying shard {}'s hashes {}..{} to shard {}", from,
+                                                                         range.first, range.last, to));
+            auto copied = co_await async_publishing(lock, split.version, [&]() {
+                return async_copy_range(source, target, plan.value(), range, o,
+                                        [this](const range_copy_progress& p) { on_chunk(p, "copying"); });
             });
             source.close();
             target.close();
@@ -249,7 +348,7 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
                 const auto t = on_to.value().find(n);
                 const std::uint64_t want = f == on_from.value().end() ? 0 : f->second;
                 if ((t == on_to.value().end() ? 0 : t->second) < want) {
-                    note(fmt::format("map version {}: shard {} catching up on node {}'s ops (at {} of {})", split.version, to,
+                    co_await note(fmt::format("map version {}: shard {} catching up on node {}'s ops (at {} of {})", split.version, to,
                                      n, t == on_to.value().end() ? 0 : t->second, want));
                     co_return core::success();
                 }
@@ -296,7 +395,7 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
                 source.close();
                 target.close();
                 if (++dirty_diffs_ < opts_.verify_attempts) {
-                    note(fmt::format("map version {}: shards {} and {} differ in {} at the same applied ops; comparing again",
+                    co_await note(fmt::format("map version {}: shards {} and {} differ in {} at the same applied ops; comparing again",
                                      split.version, from, to, fmt::join(differing, ", ")));
                     co_return core::success();
                 }
@@ -307,13 +406,13 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
             }
             source.close();
             target.close();
-            note(fmt::format("map version {}: shards {} and {} are still applying; comparing again", split.version, from, to));
+            co_await note(fmt::format("map version {}: shards {} and {} are still applying; comparing again", split.version, from, to));
             co_return core::success();
         }
         case split_state::switched:
         case split_state::done: {
             if (!every_live([&](std::uint64_t n) { return seen.contains(n) && seen[n] >= split.state; })) {
-                note(fmt::format("map version {}: waiting for every live gateway to route by {}", split.version,
+                co_await note(fmt::format("map version {}: waiting for every live gateway to route by {}", split.version,
                                  split_state_name(split.state)));
                 co_return core::success();
             }
@@ -325,7 +424,7 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
             for (const auto& [n, t] : cut_over) {
                 const auto it = on_from.value().find(n);
                 if ((it == on_from.value().end() ? 0 : it->second) + 1 < t) {
-                    note(fmt::format("map version {}: waiting for shard {} to apply node {}'s ops before its cut-over {}",
+                    co_await note(fmt::format("map version {}: waiting for shard {} to apply node {}'s ops before its cut-over {}",
                                      split.version, from, n, t));
                     co_return core::success();
                 }
@@ -343,7 +442,16 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
             o.chunk_rows = opts_.copy_chunk_rows;
             o.stop_requested = [this] { return stopping_.load(); };
             o.rows_per_second_max = opts_.copy_rows_per_second_max;
-            auto deleted = co_await async_delete_range(source, plan.value(), range, o);
+            // A chunk at most a second's worth of the throttle: smooth progress, prompt stops.
+            if (o.rows_per_second_max > 0) {
+                o.chunk_rows = std::clamp<std::size_t>(static_cast<std::size_t>(o.rows_per_second_max), 1, o.chunk_rows);
+            }
+            co_await async_start_step(source, plan.value(), fmt::format("deleting shard {}'s rows of hashes {}..{}", from,
+                                                                         range.first, range.last));
+            auto deleted = co_await async_publishing(lock, split.version, [&]() {
+                return async_delete_range(source, plan.value(), range, o,
+                                          [this](const range_copy_progress& p) { on_chunk(p, "deleting"); });
+            });
             source.close();
             if (!deleted) co_return deleted.error();
             spdlog::info("split: map version {}: deleted shard {}'s {} rows of the moved half ({} read)", split.version, from,

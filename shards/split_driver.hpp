@@ -21,6 +21,7 @@
 #include "core/config.hpp"
 #include "core/result.hpp"
 #include "core/shard_map.hpp"
+#include "shards/map_store.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -30,6 +31,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -39,6 +41,8 @@ namespace cairn::shards {
 class mariadb_conn;
 class shard_set;
 struct copy_group;
+struct range_copy_progress;
+struct range_copy_stats;
 
 struct split_driver_options {
     std::chrono::milliseconds interval{1000};
@@ -66,6 +70,16 @@ private:
     boost::asio::awaitable<core::result<std::vector<copy_group>>> async_open_pair(mariadb_conn& source, core::shard_index from,
                                                                                   mariadb_conn& target, core::shard_index to);
 
+    // The progress kept on shard 0 (map_store.hpp's split_progress), through conn.
+    boost::asio::awaitable<void> async_publish(mariadb_conn& conn, std::uint32_t version);
+    // A copy or clean starts: progress from 0, with the source's estimate of the rows it reads.
+    boost::asio::awaitable<void> async_start_step(mariadb_conn& source, const std::vector<copy_group>& plan, std::string what);
+    void on_chunk(const range_copy_progress& p, std::string_view verb);
+    // Runs step, publishing the progress through conn every 2 s meanwhile.
+    boost::asio::awaitable<core::result<range_copy_stats>> async_publishing(
+        mariadb_conn& conn, std::uint32_t version,
+        const std::function<boost::asio::awaitable<core::result<range_copy_stats>>()>& step);
+
     boost::asio::strand<boost::asio::any_io_executor> strand_;
     boost::asio::steady_timer timer_;
     shard_set& set_;
@@ -79,6 +93,11 @@ private:
     friend class live_conns;
     int dirty_diffs_ = 0;    // on the strand: verifying rounds whose diff was not clean
     std::string last_note_;  // on the strand: the last "waiting for ..." logged, so it is logged once
+    // On the strand: what status shows, and the sums behind it (the copy's progress counts per table).
+    split_progress progress_;
+    bool publish_failed_ = false;
+    std::uint64_t step_read_ = 0, step_done_ = 0, table_read_ = 0, table_done_ = 0;
+    std::chrono::steady_clock::time_point last_chunk_log_{};
 };
 
 }  // namespace cairn::shards

@@ -24,12 +24,12 @@ constexpr int exit_unreachable = 3;  // no answer, or a 5xx answer (cairnd or it
 constexpr int exit_not_confirmed = 4;
 constexpr int exit_auth = 5;         // 401 or 403: no token, a wrong token, or a token below admin
 constexpr int exit_check_failed = 6;  // journal check found problems, or an export file does not verify
-constexpr int exit_index_differs = 7;  // index verify found missing or stale rows and did not repair them
+constexpr int exit_index_differs = 7;  // index verify found missing or stale rows and did not repair them; reshard verify a difference
 
 constexpr const char* exit_codes_text =
     "Exit codes: 0 done; 1 cairnd refused the request (not found, invalid input); 2 bad arguments or settings;\n"
     "3 cairnd did not answer or answered 5xx; 4 a drop was not confirmed; 5 not authorized (401/403);\n"
-    "6 journal check found problems, or an export file is damaged.";
+    "6 journal check found problems, or an export file is damaged; 7 index verify or reshard verify found differences.";
 
 struct settings {
     std::string url;

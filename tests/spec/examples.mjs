@@ -383,6 +383,10 @@ async function admin() {
   for (const n of ['dry-run', 'node']) await ex('replayJournal', n);
   await ex('replayRecords', 'empty', (r) => ({ ...r, body: new Uint8Array([0x90]), mediaType: 'application/msgpack' }));
   for (const n of ['unknown', 'drop']) await ex('dropIndex', n);
+  // Resharding: the deployment of two shards lists no third, so a split is refused before it starts.
+  await ex('getReshard', 'none');
+  for (const id of ['planSplit', 'startSplit']) await ex(id, 'not-listed');
+  for (const id of ['verifySplit', 'cancelSplit']) await ex(id, 'none');
 }
 
 // ---- roles ------------------------------------------------------------------------------------

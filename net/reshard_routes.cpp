@@ -1,0 +1,426 @@
+#include "net/reshard_routes.hpp"
+
+#include "core/config.hpp"
+#include "core/hlc.hpp"
+#include "net/detail/applied_wait.hpp"
+#include "net/detail/body_fields.hpp"
+#include "net/gateway.hpp"
+#include "net/problem.hpp"
+#include "net/router.hpp"
+#include "shards/gateways.hpp"
+#include "shards/map_store.hpp"
+#include "shards/mariadb_conn.hpp"
+#include "shards/range_copy.hpp"
+#include "shards/shard_identity.hpp"
+#include "shards/shard_set.hpp"
+#include "shards/split_routes.hpp"
+
+#include <boost/asio/this_coro.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace cairn::net {
+namespace {
+
+namespace asio = boost::asio;
+using json = nlohmann::json;
+using detail::body_fields;
+using detail::take;
+
+constexpr std::string_view split_fields[] = {"shard", "to"};
+constexpr std::string_view no_fields[] = {""};
+
+response answer(const request& req, const json& j, http::status status = http::status::ok) {
+    return json_response(status, j.dump(-1, ' ', false, json::error_handler_t::replace), req);
+}
+
+response refuse(const request& req, const problem_type& type, std::string_view detail,
+                std::optional<std::string_view> field = std::nullopt) {
+    return problem(type, detail, field, req.version(), req.keep_alive());
+}
+
+response shards_problem(const request& req, std::string_view what, const core::error_code& ec) {
+    return refuse(req, problems::shard_unavailable, fmt::format("{}: {}", what, ec.message()));
+}
+
+// What shard 0 says about the map: the versions, the live gateways, and the split that has not ended
+// (planned included) with each gateway's part in it and the driver's progress.
+struct shard0_state {
+    std::uint32_t base_count = 0;
+    std::vector<shards::stored_map> maps;
+    std::vector<shards::lease_row> leases;
+    std::optional<shards::stored_map> open;  // the newest split that has not ended
+    std::vector<shards::adoption> adopted;
+    std::optional<shards::split_progress> progress;
+};
+
+asio::awaitable<core::result<shard0_state>> async_read_shard0(gateway& gw) {
+    shard0_state st;
+    const auto query = [&st](shards::mariadb_conn& c) -> asio::awaitable<core::result<void>> {
+        auto id = co_await shards::async_read_shard_identity(c);
+        if (!id) co_return id.error();
+        if (!id.value()) co_return core::errc::shard_rejected;
+        st.base_count = id.value()->count;
+        auto maps = co_await shards::async_read_maps(c);
+        if (!maps) co_return maps.error();
+        st.maps = std::move(maps).value();
+        auto leases = co_await shards::async_list_leases(c);
+        if (!leases) co_return leases.error();
+        st.leases = std::move(leases).value();
+        for (const auto& m : st.maps) {
+            if (!shards::split_ended(m.state)) st.open = m;
+        }
+        if (st.open) {
+            auto adopted = co_await shards::async_adoptions(c, st.open->version);
+            if (!adopted) co_return adopted.error();
+            st.adopted = std::move(adopted).value();
+            auto progress = co_await shards::async_read_progress(c, st.open->version);
+            if (!progress) co_return progress.error();
+            st.progress = std::move(progress).value();
+        }
+        co_return core::success();
+    };
+    if (auto r = co_await gw.shards.at(0).async_read(query); !r) co_return r.error();
+    co_return st;
+}
+
+json ranges_json(const core::shard_map& map) {
+    json out = json::array();
+    for (std::uint32_t s = 0; s < map.size(); ++s) {
+        const auto r = map.range_of(s);
+        out.push_back({{"shard", s}, {"first", r.first}, {"last", r.last}});
+    }
+    return out;
+}
+
+std::string address_of(const core::shard_config& s) { return fmt::format("{}:{}", s.host, s.port); }
+
+// A connection of the request's own to shard i, checked as the driver checks its own.
+asio::awaitable<core::result<void>> async_connect_checked(gateway& gw, shards::mariadb_conn& conn, core::shard_index i) {
+    if (auto r = co_await conn.async_connect(); !r) co_return r;
+    if (auto why = co_await shards::async_check_shard_identity(conn, i, static_cast<std::uint32_t>(gw.cfg->shards.size()));
+        !why.empty()) {
+        co_return core::errc::shard_rejected;
+    }
+    co_return core::success();
+}
+
+// A split request's checks, shared by plan and split: what it would do, or the answer that refuses it.
+struct checked_split {
+    shard0_state st;
+    std::uint32_t shard = 0;
+    std::uint32_t new_shard = 0;
+    std::string to;
+    std::uint32_t version_in_force = 1;
+    core::shard_map before = core::shard_map::equal_ranges(1);
+    core::shard_map after = core::shard_map::equal_ranges(1);
+};
+
+asio::awaitable<std::variant<checked_split, response>> async_check_split(gateway& gw, const request& req) {
+    body_fields b;
+    if (auto e = b.parse(req.body(), split_fields)) co_return detail::bad_field(req, e->field, e->detail);
+    std::optional<std::uint64_t> shard;
+    std::optional<std::string> to;
+    if (auto e = take(b.uint("shard", core::shard_map::shards_max), shard)) co_return detail::bad_field(req, e->field, e->detail);
+    if (auto e = take(b.string("to"), to)) co_return detail::bad_field(req, e->field, e->detail);
+    if (!shard) co_return detail::bad_field(req, "shard", "is required: the shard whose range splits");
+    if (!to || to->empty()) co_return detail::bad_field(req, "to", "is required: the new shard's host:port, as [[shards]] lists it");
+    auto read = co_await async_read_shard0(gw);
+    if (!read) co_return shards_problem(req, "reading the map on shard 0", read.error());
+    checked_split c;
+    c.st = std::move(read).value();
+    if (c.st.open) {
+        co_return refuse(req, problems::split_running,
+                         fmt::format("map version {} splits shard {} ({}): one split at a time; see GET /v1/admin/reshard",
+                                     c.st.open->version, c.st.open->split_shard, shards::split_state_name(c.st.open->state)));
+    }
+    c.before = shards::map_in_force(c.st.maps, c.st.base_count, &c.version_in_force);
+    if (*shard >= c.before.size()) {
+        co_return detail::bad_field(req, "shard", fmt::format("must be a shard of the map in force (0..{})", c.before.size() - 1));
+    }
+    c.shard = static_cast<std::uint32_t>(*shard);
+    auto after = c.before.split(c.shard);
+    if (!after) co_return detail::bad_field(req, "shard", "cannot split further (a range of one hash, or the map has the most shards)");
+    c.after = std::move(after).value();
+    c.new_shard = c.before.size();
+    c.to = *to;
+    const auto& listed = gw.cfg->shards;
+    if (listed.size() <= c.new_shard) {
+        co_return refuse(req, problems::split_not_ready,
+                         fmt::format("the new shard would be shard {}, and this gateway's [[shards]] lists {} shards: add {} as "
+                                     "shard {} to the config of every gateway and restart them first",
+                                     c.new_shard, listed.size(), c.to, c.new_shard),
+                         "to");
+    }
+    if (address_of(listed[c.new_shard]) != c.to) {
+        co_return refuse(req, problems::split_not_ready,
+                         fmt::format("this gateway lists shard {} at {}, not {}", c.new_shard, address_of(listed[c.new_shard]), c.to),
+                         "to");
+    }
+    co_return c;
+}
+
+// The rows of the moved half on both sides, per table: the plan's figures, and the new shard's
+// emptiness (rows there before the copy would outlive it: a failed split's copy, another deployment).
+struct half_counts {
+    std::vector<shards::range_table_diff> tables;
+    std::uint64_t on_from = 0, on_to = 0;
+};
+
+// With marks, each side's applied marks tag its tables (verify: "applying" rather than "differs" while
+// the two shards have not applied the same ops).
+asio::awaitable<core::result<half_counts>> async_count_half(gateway& gw, std::uint32_t from, std::uint32_t to,
+                                                            core::hash_range range, bool without_counters, bool marks) {
+    const auto ex = co_await asio::this_coro::executor;
+    shards::mariadb_conn source(ex, shards::conn_params_of(*gw.cfg, from));
+    shards::mariadb_conn target(ex, shards::conn_params_of(*gw.cfg, to));
+    if (auto r = co_await async_connect_checked(gw, source, from); !r) co_return r.error();
+    if (auto r = co_await async_connect_checked(gw, target, to); !r) co_return r.error();
+    auto plan = co_await shards::async_plan_range_copy(source, gw.cfg->counters, gw.cfg->cells);
+    if (!plan) co_return plan.error();
+    if (without_counters) std::erase_if(plan.value(), [](const shards::copy_group& g) { return g.name == "counters"; });
+    shards::range_copy_options o;
+    o.chunk_rows = 5000;
+    auto diff = co_await shards::async_diff_range(source, target, plan.value(), range, o,
+                                                  marks ? "SELECT node_id, seq FROM applied_marks ORDER BY node_id" : "");
+    source.close();
+    target.close();
+    if (!diff) co_return diff.error();
+    half_counts h;
+    h.tables = std::move(diff).value();
+    for (const auto& t : h.tables) {
+        h.on_from += t.rows_from;
+        h.on_to += t.rows_to;
+    }
+    co_return h;
+}
+
+json split_json(const shards::stored_map& m) {
+    return {{"version", m.version},           {"shard", m.split_shard},
+            {"new_shard", m.new_shard},       {"new_address", m.new_address},
+            {"state", shards::split_state_name(m.state)}, {"state_ms", m.state_ms}};
+}
+
+asio::awaitable<response> async_plan(gateway& gw, route_context& ctx, bool start) {
+    const auto& req = ctx.req;
+    auto checked = co_await async_check_split(gw, req);
+    if (auto* r = std::get_if<response>(&checked)) co_return std::move(*r);
+    auto& c = std::get<checked_split>(checked);
+    const auto range = c.after.range_of(c.new_shard);
+    auto counts = co_await async_count_half(gw, c.shard, c.new_shard, range, false, false);
+    if (!counts) {
+        co_return shards_problem(req, fmt::format("counting the moved half on shards {} and {}", c.shard, c.new_shard),
+                                 counts.error());
+    }
+    if (counts.value().on_to != 0) {
+        co_return refuse(req, problems::split_not_ready,
+                         fmt::format("shard {} already holds {} rows of the moved half (a failed split's copy, or another "
+                                     "deployment's data): a split needs it empty — empty its database first",
+                                     c.new_shard, counts.value().on_to),
+                         "to");
+    }
+    json out;
+    out["map_version"] = c.version_in_force + 0;
+    out["shard"] = c.shard;
+    out["new_shard"] = c.new_shard;
+    out["to"] = c.to;
+    out["moved"] = {{"first", range.first}, {"last", range.last}};
+    out["before"] = ranges_json(c.before);
+    out["after"] = ranges_json(c.after);
+    json tables = json::array();
+    for (const auto& t : counts.value().tables) tables.push_back({{"table", t.table}, {"rows", t.rows_from}});
+    out["tables"] = tables;
+    out["rows"] = counts.value().on_from;
+    const auto throttle = gw.lim.split_copy_rows_per_second_max;
+    out["rows_per_second_max"] = throttle;
+    // The copy reads every row of shard I's tables (both halves); at the throttle that takes this long.
+    out["copy_eta_s"] = throttle == 0 ? json(nullptr) : json(counts.value().on_from * 2 / throttle);
+    json gateways = json::array();
+    for (const auto& l : c.st.leases) {
+        if (l.active) gateways.push_back({{"node_id", l.node_id}, {"holder", l.holder}});
+    }
+    out["gateways"] = gateways;
+    if (!start) co_return answer(req, out);
+
+    auto proposed = co_await gw.shards.at(0).async_read([&](shards::mariadb_conn& conn) -> asio::awaitable<core::result<shards::stored_map>> {
+        auto m = co_await shards::async_propose_split(conn, c.st.base_count, c.shard, c.to, core::system_wall_clock_ms());
+        if (!m) co_return m.error();
+        if (auto r = co_await shards::async_move_split(conn, m.value().version, shards::split_state::planned,
+                                                       shards::split_state::adopting, core::system_wall_clock_ms());
+            !r) {
+            co_return r.error();
+        }
+        m.value().state = shards::split_state::adopting;
+        co_return m;
+    });
+    if (!proposed && proposed.error() == core::errc::conflict) {
+        co_return refuse(req, problems::split_running, "another split was proposed meanwhile; see GET /v1/admin/reshard");
+    }
+    if (!proposed) co_return shards_problem(req, "proposing the split on shard 0", proposed.error());
+    out["split"] = split_json(proposed.value());
+    co_return answer(req, out, http::status::accepted);
+}
+
+asio::awaitable<response> async_status(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    if (auto e = detail::unknown_query_param(ctx.query, no_fields)) co_return detail::bad_field(req, e->field, e->detail);
+    auto read = co_await async_read_shard0(gw);
+    if (!read) co_return shards_problem(req, "reading the map on shard 0", read.error());
+    const auto& st = read.value();
+    std::uint32_t version = 1;
+    const auto in_force = shards::map_in_force(st.maps, st.base_count, &version);
+    json out;
+    out["map"] = {{"version", version}, {"shards", in_force.size()}, {"ranges", ranges_json(in_force)}};
+    json history = json::array();
+    for (const auto& m : st.maps) history.push_back(split_json(m));
+    out["history"] = history;
+    out["split"] = nullptr;
+    if (!st.open) co_return answer(req, out);
+    const auto& m = *st.open;
+    json split = split_json(m);
+    const auto now = core::system_wall_clock_ms();
+    split["in_state_ms"] = now > m.state_ms ? now - m.state_ms : 0;
+    split["after"] = ranges_json(m.map);
+    const auto moved = m.map.range_of(m.new_shard);
+    split["moved"] = {{"first", moved.first}, {"last", moved.last}};
+    // Every gateway that is live or took part: its adoption and the state it routes by.
+    json gateways = json::array();
+    std::vector<std::uint64_t> nodes;
+    for (const auto& l : st.leases) {
+        if (l.active) nodes.push_back(l.node_id);
+    }
+    for (const auto& a : st.adopted) nodes.push_back(a.node_id);
+    std::sort(nodes.begin(), nodes.end());
+    nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+    for (const auto n : nodes) {
+        json g{{"node_id", n}, {"live", false}, {"holder", nullptr}, {"adopted_from_seq", nullptr}, {"routes_by", nullptr},
+               {"cut_over_seq", nullptr}};
+        for (const auto& l : st.leases) {
+            if (l.node_id == n) {
+                g["live"] = l.active;
+                g["holder"] = l.holder;
+            }
+        }
+        for (const auto& a : st.adopted) {
+            if (a.node_id != n) continue;
+            g["adopted_from_seq"] = a.from_seq;
+            if (a.seen != shards::split_state::planned) g["routes_by"] = shards::split_state_name(a.seen);
+            if (a.cut_over_seq != 0) g["cut_over_seq"] = a.cut_over_seq;
+        }
+        gateways.push_back(std::move(g));
+    }
+    split["gateways"] = gateways;
+    split["progress"] = nullptr;
+    if (st.progress) {
+        const auto& p = *st.progress;
+        json pj{{"driver", p.driver},       {"note", p.note},           {"table", p.table},
+                {"rows_read", p.rows_read}, {"rows_done", p.rows_done}, {"rows_estimate", p.rows_estimate},
+                {"started_ms", p.started_ms}, {"updated_ms", p.updated_ms}, {"eta_s", nullptr}};
+        // The copy or clean under way: the rest of the estimate at the rate so far.
+        const bool stepping = m.state == shards::split_state::copying || m.state == shards::split_state::cleaning;
+        if (stepping && p.started_ms != 0 && p.updated_ms > p.started_ms && p.rows_read != 0 && p.rows_estimate > p.rows_read) {
+            const double rate = static_cast<double>(p.rows_read) / static_cast<double>(p.updated_ms - p.started_ms);
+            pj["eta_s"] = static_cast<std::uint64_t>(static_cast<double>(p.rows_estimate - p.rows_read) / rate / 1000.0);
+        }
+        split["progress"] = std::move(pj);
+    }
+    out["split"] = std::move(split);
+    co_return answer(req, out);
+}
+
+asio::awaitable<response> async_verify(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    body_fields b;
+    if (auto e = b.parse(req.body(), no_fields)) co_return detail::bad_field(req, e->field, e->detail);
+    auto read = co_await async_read_shard0(gw);
+    if (!read) co_return shards_problem(req, "reading the map on shard 0", read.error());
+    // The split under way, or else the newest that did not fail (a retired split: what is left on I).
+    std::optional<shards::stored_map> m = read.value().open;
+    if (!m) {
+        for (const auto& v : read.value().maps) {
+            if (v.state != shards::split_state::failed) m = v;
+        }
+    }
+    if (!m) co_return refuse(req, problems::not_found, "no split to verify: the map never split");
+    if (m->state < shards::split_state::catching_up) {
+        co_return refuse(req, problems::split_running,
+                         fmt::format("map version {} is {}: there is nothing to compare until its copy has run",
+                                     m->version, shards::split_state_name(m->state)));
+    }
+    const auto range = m->map.range_of(m->new_shard);
+    if (m->new_shard >= gw.cfg->shards.size()) {
+        co_return refuse(req, problems::split_not_ready, fmt::format("this gateway's config does not list shard {}", m->new_shard));
+    }
+    // Counter sums differ by design while both hold the half (the new shard counts its increments from
+    // the adoption alone); after cleaning, everything of the half is compared (the old owner must hold none).
+    const bool cleaned = m->state >= shards::split_state::cleaning;
+    auto counts = co_await async_count_half(gw, m->split_shard, m->new_shard, range, !cleaned, !cleaned);
+    if (!counts) co_return shards_problem(req, "comparing the moved half", counts.error());
+    json tables = json::array();
+    bool clean = true;
+    for (const auto& t : counts.value().tables) {
+        // Before cleaning both must agree; after it the old owner holds none of the half.
+        const bool ok = cleaned ? t.rows_from == 0 : t.same();
+        const bool applying = !ok && !cleaned && t.tag_from != t.tag_to;
+        if (!ok && !applying) clean = false;
+        tables.push_back({{"table", t.table},
+                          {"rows_on_shard", t.rows_from},
+                          {"rows_on_new_shard", t.rows_to},
+                          {"checksum_on_shard", fmt::format("{:016x}", t.checksum_from)},
+                          {"checksum_on_new_shard", fmt::format("{:016x}", t.checksum_to)},
+                          {"verdict", ok ? "same" : applying ? "applying" : "differs"}});
+    }
+    json out = split_json(*m);
+    out["compared"] = cleaned ? "the old owner holds none of the moved half" : "both shards hold the same moved half";
+    out["tables"] = tables;
+    out["clean"] = clean;
+    co_return answer(req, out);
+}
+
+asio::awaitable<response> async_cancel(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    body_fields b;
+    if (auto e = b.parse(req.body(), no_fields)) co_return detail::bad_field(req, e->field, e->detail);
+    auto read = co_await async_read_shard0(gw);
+    if (!read) co_return shards_problem(req, "reading the map on shard 0", read.error());
+    if (!read.value().open) co_return refuse(req, problems::not_found, "no split is under way");
+    const auto m = *read.value().open;
+    if (m.state >= shards::split_state::switched) {
+        co_return refuse(req, problems::split_running,
+                         fmt::format("map version {} is {}: reads have moved to shard {}, so it can only go forward", m.version,
+                                     shards::split_state_name(m.state), m.new_shard));
+    }
+    auto moved = co_await gw.shards.at(0).async_read([&](shards::mariadb_conn& conn) -> asio::awaitable<core::result<void>> {
+        co_return co_await shards::async_move_split(conn, m.version, m.state, shards::split_state::failed,
+                                                    core::system_wall_clock_ms());
+    });
+    if (!moved && moved.error() == core::errc::conflict) {
+        co_return refuse(req, problems::split_running, "the split moved on meanwhile; look again (GET /v1/admin/reshard)");
+    }
+    if (!moved) co_return shards_problem(req, "failing the split on shard 0", moved.error());
+    json out = split_json(m);
+    out["state"] = "failed";
+    out["was"] = shards::split_state_name(m.state);
+    co_return answer(req, out);
+}
+
+}  // namespace
+
+void add_reshard_routes(router& r, gateway& gw) {
+    const auto admin = core::role::admin;
+    const auto look = core::role::read;
+    r.add(http::verb::get, "/v1/admin/reshard", look, [&gw](route_context& ctx) { return async_status(gw, ctx); });
+    r.add(http::verb::post, "/v1/admin/reshard/plan", admin, [&gw](route_context& ctx) { return async_plan(gw, ctx, false); });
+    r.add(http::verb::post, "/v1/admin/reshard/split", admin, [&gw](route_context& ctx) { return async_plan(gw, ctx, true); });
+    r.add(http::verb::post, "/v1/admin/reshard/verify", admin, [&gw](route_context& ctx) { return async_verify(gw, ctx); });
+    r.add(http::verb::post, "/v1/admin/reshard/cancel", admin, [&gw](route_context& ctx) { return async_cancel(gw, ctx); });
+}
+
+}  // namespace cairn::net

@@ -1,0 +1,218 @@
+// `cairn reshard` end to end against real MariaDB (docs/operations.md, "Splitting a shard"): a
+// deployment of two shards with a third listed ahead of the split. plan refuses what a split must not
+// start with (a shard the map does not have, an address the config does not list) and counts the
+// moved half; a throttled split shows its copy's progress in status and is cancelled mid-copy; the
+// new shard, which now holds rows of the half, is refused until it is emptied; then split --wait takes
+// a split to retired while a client writes, and verify finds the old owner holds none of the half.
+#include <utility>
+
+#include "core/shard_map.hpp"
+#include "tests/integration/cli_support.hpp"
+#include "tests/support/cairnd_process.hpp"
+#include "tests/support/e2e.hpp"
+#include "tests/support/own_servers.hpp"
+#include "tests/support/test_shards.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+namespace cairn::test {
+namespace {
+
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+
+const std::string db = "cairn_reshard";
+const std::string db_n = "cairn_reshard_n";
+
+bool post_edge(std::uint16_t port, std::int64_t source, std::int64_t destination) {
+    auto w = http_post(port, "/v1/graphs/g/edges", fmt::format(R"({{"source_id": {}, "destination_id": {}}})", source, destination));
+    return w && w->status == 202;
+}
+
+std::size_t count_rows(const shard_endpoint& s, const std::string& database, const std::string& sql) {
+    auto r = query_sql(s, sql, database);
+    return r && !r.value().empty() ? std::stoull(r.value().front()) : 0;
+}
+
+TEST(reshard, the_cli_plans_refuses_cancels_and_splits_a_shard_under_writes) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    fresh_database(db);
+    fresh_database(db_n);
+    const auto servers = test_shards();
+    const auto three = core::shard_map::equal_ranges(2).split(0).value();
+    std::vector<std::int64_t> upper, lower, on_one;
+    for (std::int64_t id = 1; upper.size() < 30 || lower.size() < 30 || on_one.size() < 40; ++id) {
+        const auto s = three.shard_of_id(id);
+        if (s == 2 && upper.size() < 30) upper.push_back(id);
+        if (s == 0 && lower.size() < 30) lower.push_back(id);
+        if (s == 1 && on_one.size() < 40) on_one.push_back(id);
+    }
+    std::set<std::pair<std::int64_t, std::int64_t>> acked;
+    cairnd_options o;
+    o.database = db;
+    o.shards = {servers[0], servers[1]};
+    o.journal_dir = make_temp_dir("cairn-reshard");
+    {
+        cairnd_process first(o);
+        ASSERT_TRUE(first.start()) << first.log_tail();
+        for (std::size_t i = 0; i < 30; ++i) {
+            ASSERT_TRUE(post_edge(first.port(), upper[i], on_one[i]));
+            ASSERT_TRUE(post_edge(first.port(), lower[i], on_one[i]));
+            acked.insert({upper[i], on_one[i]});
+            acked.insert({lower[i], on_one[i]});
+        }
+        ASSERT_TRUE(wait_applied(first.port(), 30s));
+        ASSERT_EQ(first.terminate(), 0) << first.log_tail();
+    }
+    const std::string to = fmt::format("{}:{}", servers[1].host, servers[1].port);
+    o.shards.push_back(servers[1]);
+    o.shard_databases = {"", "", db_n};
+    // Slow enough (a few rows a second) that the copy is still running when it is cancelled.
+    o.extra_toml = "[limits]\nsplit_copy_rows_per_second_max = 5\n";
+    auto gw = std::make_unique<cairnd_process>(o);
+    ASSERT_TRUE(gw->start()) << gw->log_tail();
+    auto url = [&] { return std::map<std::string, std::string>{{"CAIRN_URL", fmt::format("http://127.0.0.1:{}", gw->port())}}; };
+
+    auto st = run_cairn({"reshard", "status", "--json"}, url());
+    ASSERT_EQ(st.code, 0) << st.err;
+    EXPECT_EQ(st.json()["map"]["shards"], 2);
+    EXPECT_TRUE(st.json()["split"].is_null());
+    auto text = run_cairn({"reshard", "status"}, url());
+    ASSERT_EQ(text.code, 0) << text.err;
+    EXPECT_NE(text.out.find("no split under way"), std::string::npos) << text.out;
+
+    // What a split must not start with.
+    auto bad_shard = run_cairn({"reshard", "plan", "--shard", "2", "--to", to}, url());
+    EXPECT_EQ(bad_shard.code, 1);
+    EXPECT_NE(bad_shard.err.find("must be a shard of the map in force (0..1)"), std::string::npos) << bad_shard.err;
+    auto bad_to = run_cairn({"reshard", "plan", "--shard", "0", "--to", "10.9.9.9:3306"}, url());
+    EXPECT_EQ(bad_to.code, 1);
+    EXPECT_NE(bad_to.err.find(fmt::format("lists shard 2 at {}, not 10.9.9.9:3306", to)), std::string::npos) << bad_to.err;
+    auto no_yes = run_cairn({"reshard", "split", "--shard", "0", "--to", to}, url());
+    EXPECT_EQ(no_yes.code, 4) << "no terminal to confirm on: " << no_yes.err;
+
+    // The plan counts the moved half: the forward edges of the 30 upper sources live on shard 0.
+    auto plan = run_cairn({"reshard", "plan", "--shard", "0", "--to", to, "--json"}, url());
+    ASSERT_EQ(plan.code, 0) << plan.err;
+    const json p = plan.json();
+    EXPECT_EQ(p["new_shard"], 2);
+    bool edges_counted = false;
+    for (const auto& t : p["tables"]) {
+        if (t["table"] == "edges") {
+            EXPECT_EQ(t["rows"], 30) << p.dump();
+            edges_counted = true;
+        }
+    }
+    EXPECT_TRUE(edges_counted) << p.dump();
+    EXPECT_GE(p["rows"].get<std::uint64_t>(), 30u);
+    EXPECT_EQ(p["after"].size(), 3u);
+    ASSERT_EQ(p["gateways"].size(), 1u);
+
+    // A throttled split: its copy's progress shows in status; it is cancelled while copying.
+    auto started = run_cairn({"reshard", "split", "--shard", "0", "--to", to, "--yes", "--json"}, url());
+    ASSERT_EQ(started.code, 0) << started.err;
+    EXPECT_EQ(started.json()["split"]["state"], "adopting");
+    auto again = run_cairn({"reshard", "split", "--shard", "1", "--to", to, "--yes"}, url());
+    EXPECT_EQ(again.code, 1);
+    EXPECT_NE(again.err.find("one split at a time"), std::string::npos) << again.err;
+    json progress;
+    const bool copying = wait_until(
+        [&] {
+            auto s = run_cairn({"reshard", "status", "--json"}, url());
+            if (s.code != 0) return false;
+            const json j = s.json();
+            if (j["split"].is_null() || j["split"]["state"] != "copying" || j["split"]["progress"].is_null()) return false;
+            progress = j["split"]["progress"];
+            return progress["rows_done"].get<std::uint64_t>() >= 1;
+        },
+        60s);
+    ASSERT_TRUE(copying) << progress.dump() << "\n" << gw->log_tail(8000);
+    EXPECT_EQ(progress["driver"], 1);
+    EXPECT_GE(progress["rows_read"].get<std::uint64_t>(), progress["rows_done"].get<std::uint64_t>());
+    EXPECT_NE(progress["note"].get<std::string>().find("copying shard 0's hashes"), std::string::npos) << progress.dump();
+    auto shown = run_cairn({"reshard", "status"}, url());
+    ASSERT_EQ(shown.code, 0) << shown.err;
+    EXPECT_NE(shown.out.find("state: copying"), std::string::npos) << shown.out;
+    EXPECT_NE(shown.out.find("rows read of about"), std::string::npos) << shown.out;
+    auto verify_early = run_cairn({"reshard", "verify"}, url());
+    EXPECT_EQ(verify_early.code, 1) << "nothing to compare before the copy ran: " << verify_early.err;
+    auto cancelled = run_cairn({"reshard", "cancel", "--yes"}, url());
+    ASSERT_EQ(cancelled.code, 0) << cancelled.err;
+    EXPECT_NE(cancelled.out.find("copying -> failed"), std::string::npos) << cancelled.out;
+    auto after_cancel = run_cairn({"reshard", "status", "--json"}, url());
+    ASSERT_EQ(after_cancel.code, 0);
+    EXPECT_TRUE(after_cancel.json()["split"].is_null());
+    EXPECT_EQ(after_cancel.json()["history"].back()["state"], "failed");
+
+    // The new shard holds rows of the half now (the cancelled copy's): refused until it is emptied.
+    ASSERT_GE(count_rows(servers[1], db_n, "SELECT COUNT(*) FROM edges"), 1u);
+    auto dirty = run_cairn({"reshard", "plan", "--shard", "0", "--to", to}, url());
+    EXPECT_EQ(dirty.code, 1);
+    EXPECT_NE(dirty.err.find("already holds"), std::string::npos) << dirty.err;
+
+    // Emptied, with the throttle off: the split runs to the end under writes.
+    ASSERT_EQ(gw->terminate(), 0) << gw->log_tail();
+    fresh_database(db_n);
+    o.extra_toml.clear();
+    gw = std::make_unique<cairnd_process>(o);
+    ASSERT_TRUE(gw->start()) << gw->log_tail();
+    std::atomic<bool> writing{true};
+    std::mutex mu;
+    std::string writer_failure;
+    std::thread writer([&] {
+        for (std::size_t k = 0; writing; ++k) {
+            const std::int64_t s = (k % 2 == 0 ? upper : lower)[k % 30];
+            const std::int64_t d = on_one[k % on_one.size()] + 1'000'000;
+            if (!post_edge(gw->port(), s, d)) {
+                std::lock_guard lock(mu);
+                writer_failure = fmt::format("a write of {} -> {} failed", s, d);
+                return;
+            }
+            std::lock_guard lock(mu);
+            acked.insert({s, d});
+        }
+    });
+    auto split = run_cairn({"reshard", "split", "--shard", "0", "--to", to, "--yes", "--wait", "--wait-timeout", "120"}, url());
+    writing = false;
+    writer.join();
+    ASSERT_EQ(split.code, 0) << split.out << split.err << gw->log_tail(8000);
+    EXPECT_NE(split.out.find("split started: map version 3"), std::string::npos) << split.out;
+    // --wait prints each state it sees (it polls: a short one may pass unseen); the driver logs every move.
+    for (const char* state : {"adopting", "retired"}) {
+        EXPECT_NE(split.err.find(fmt::format("map version 3: {}", state)), std::string::npos) << split.err;
+    }
+    const auto log = gw->log_tail(200000);
+    const char* states[] = {"adopting", "copying", "catching_up", "verifying", "switched", "done", "cleaning", "retired"};
+    for (std::size_t i = 1; i < std::size(states); ++i) {
+        const auto move = fmt::format("map version 3 (shard 0 to shard 2) {} -> {}", states[i - 1], states[i]);
+        EXPECT_NE(log.find(move), std::string::npos) << move;
+    }
+    EXPECT_TRUE(writer_failure.empty()) << writer_failure;
+    ASSERT_TRUE(wait_applied(gw->port(), 30s));
+
+    auto done = run_cairn({"reshard", "status", "--json"}, url());
+    ASSERT_EQ(done.code, 0);
+    EXPECT_EQ(done.json()["map"]["version"], 3);
+    EXPECT_EQ(done.json()["map"]["shards"], 3);
+    auto verified = run_cairn({"reshard", "verify", "--json"}, url());
+    ASSERT_EQ(verified.code, 0) << verified.out << verified.err;
+    EXPECT_TRUE(verified.json()["clean"].get<bool>());
+    EXPECT_EQ(verified.json()["state"], "retired");
+    // Every acknowledged edge of the moved half is on the new shard, none on the old owner.
+    std::size_t want_upper = 0;
+    for (const auto& e : acked) want_upper += three.shard_of_id(e.first) == 2 ? 1 : 0;
+    EXPECT_EQ(count_rows(servers[1], db_n, "SELECT COUNT(*) FROM edges WHERE graph = 'g' AND direction = 0"), want_upper);
+    EXPECT_EQ(count_rows(servers[0], db, "SELECT COUNT(*) FROM edges WHERE graph = 'g' AND direction = 0"), acked.size() - want_upper);
+    EXPECT_EQ(gw->terminate(), 0) << gw->log_tail();
+}
+
+}  // namespace
+}  // namespace cairn::test
