@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -171,6 +172,7 @@ asio::awaitable<std::variant<checked_split, response>> async_check_split(gateway
 // emptiness (rows there before the copy would outlive it: a failed split's copy, another deployment).
 struct half_counts {
     std::vector<shards::range_table_diff> tables;
+    std::set<std::string, std::less<>> whole;  // tables copied whole (on every shard; cleaning keeps them)
     std::uint64_t on_from = 0, on_to = 0;
 };
 
@@ -186,6 +188,12 @@ asio::awaitable<core::result<half_counts>> async_count_half(gateway& gw, std::ui
     auto plan = co_await shards::async_plan_range_copy(source, gw.cfg->counters, gw.cfg->cells);
     if (!plan) co_return plan.error();
     if (without_counters) std::erase_if(plan.value(), [](const shards::copy_group& g) { return g.name == "counters"; });
+    half_counts h;
+    for (const auto& g : plan.value()) {
+        for (const auto& t : g.tables) {
+            if (t.route == shards::route_by::whole) h.whole.insert(t.name);
+        }
+    }
     shards::range_copy_options o;
     o.chunk_rows = 5000;
     auto diff = co_await shards::async_diff_range(source, target, plan.value(), range, o,
@@ -193,7 +201,6 @@ asio::awaitable<core::result<half_counts>> async_count_half(gateway& gw, std::ui
     source.close();
     target.close();
     if (!diff) co_return diff.error();
-    half_counts h;
     h.tables = std::move(diff).value();
     for (const auto& t : h.tables) {
         h.on_from += t.rows_from;
@@ -366,8 +373,10 @@ asio::awaitable<response> async_verify(gateway& gw, route_context& ctx) {
     json tables = json::array();
     bool clean = true;
     for (const auto& t : counts.value().tables) {
-        // Before cleaning both must agree; after it the old owner holds none of the half.
-        const bool ok = cleaned ? t.rows_from == 0 : t.same();
+        // Before cleaning both must agree; after it the old owner holds none of the half (whole tables,
+        // such as the counters' op ids, stay on every shard).
+        const bool whole = cleaned && counts.value().whole.contains(t.table);
+        const bool ok = whole || (cleaned ? t.rows_from == 0 : t.same());
         const bool applying = !ok && !cleaned && t.tag_from != t.tag_to;
         if (!ok && !applying) clean = false;
         tables.push_back({{"table", t.table},
@@ -375,7 +384,7 @@ asio::awaitable<response> async_verify(gateway& gw, route_context& ctx) {
                           {"rows_on_new_shard", t.rows_to},
                           {"checksum_on_shard", fmt::format("{:016x}", t.checksum_from)},
                           {"checksum_on_new_shard", fmt::format("{:016x}", t.checksum_to)},
-                          {"verdict", ok ? "same" : applying ? "applying" : "differs"}});
+                          {"verdict", whole ? "whole" : ok ? (cleaned ? "gone" : "same") : applying ? "applying" : "differs"}});
     }
     json out = split_json(*m);
     out["compared"] = cleaned ? "the old owner holds none of the moved half" : "both shards hold the same moved half";

@@ -195,6 +195,27 @@ asio::awaitable<core::result<range_copy_stats>> split_driver::async_publishing(
     co_return r;
 }
 
+asio::awaitable<core::result<void>> split_driver::async_delete_counters(core::shard_index from, core::hash_range range) {
+    const auto ex = co_await asio::this_coro::executor;
+    mariadb_conn source(ex, conn_params_of(cfg_, from));
+    const live_conns live(*this, {&source});
+    if (auto r = co_await async_connect_checked(source, from); !r) co_return r;
+    auto plan = co_await async_plan_range_copy(source, cfg_.counters, cfg_.cells);
+    if (!plan) co_return plan.error();
+    std::erase_if(plan.value(), [](const copy_group& g) { return g.name != "counters"; });
+    range_copy_options o;
+    o.chunk_rows = opts_.copy_chunk_rows;
+    o.stop_requested = [this] { return stopping_.load(); };
+    auto deleted = co_await async_delete_range(source, plan.value(), range, o);
+    source.close();
+    if (!deleted) co_return deleted.error();
+    if (deleted.value().rows_copied != 0) {
+        spdlog::info("split: deleted shard {}'s {} counter rows of the moved half (the new shard holds them whole)", from,
+                     deleted.value().rows_copied);
+    }
+    co_return core::success();
+}
+
 asio::awaitable<core::result<void>> split_driver::async_drive_once() {
     auto read = co_await set_.at(0).async_read([](mariadb_conn& c) -> asio::awaitable<core::result<split_view>> {
         split_view v;
@@ -416,7 +437,13 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
                                  split_state_name(split.state)));
                 co_return core::success();
             }
-            if (split.state == split_state::switched) co_return co_await move_to(split_state::done);
+            if (split.state == split_state::switched) {
+                // Every gateway reads the moved half's counters from N now, where they are whole (I's
+                // sums as copied, then every increment from the adoption). I's stale sums of R would be
+                // counted again by reads over every shard until cleaning: they go first.
+                if (auto r = co_await async_delete_counters(from, range); !r) co_return r;
+                co_return co_await move_to(split_state::done);
+            }
             // Cleaning deletes I's rows of R: first I must have applied every op that may still write
             // one there, those below each gateway's cut-over.
             auto on_from = co_await read_marks(from);

@@ -10,8 +10,9 @@
 //                            differ by design: R's increments from the adoption are N's alone); a diff
 //                            that stays dirty for verify_attempts rounds fails the split;
 //   switched -> done,        every live gateway routes by the state's table (shard_map_adoptions'
-//   done -> cleaning         seen_state, which each split_follower writes); before cleaning, I also
-//                            applied each gateway's ops below its cut-over seq;
+//   done -> cleaning         seen_state, which each split_follower writes); before done, I's counter
+//                            sums of R go (reads over every shard would count them again); before
+//                            cleaning, I also applied each gateway's ops below its cut-over seq;
 //   cleaning -> retired      I's rows of R are deleted (async_delete_range), throttled like the copy.
 // One coroutine on its own strand; start() and stop() from any thread.
 #pragma once
@@ -70,6 +71,8 @@ private:
     boost::asio::awaitable<core::result<std::vector<copy_group>>> async_open_pair(mariadb_conn& source, core::shard_index from,
                                                                                   mariadb_conn& target, core::shard_index to);
 
+    // Deletes shard from's counter sums of range (the counters group; whole tables stay).
+    boost::asio::awaitable<core::result<void>> async_delete_counters(core::shard_index from, core::hash_range range);
     // The progress kept on shard 0 (map_store.hpp's split_progress), through conn.
     boost::asio::awaitable<void> async_publish(mariadb_conn& conn, std::uint32_t version);
     // A copy or clean starts: progress from 0, with the source's estimate of the rows it reads.

@@ -2,8 +2,10 @@
 // deployment of two shards with a third listed ahead of the split. plan refuses what a split must not
 // start with (a shard the map does not have, an address the config does not list) and counts the
 // moved half; a throttled split shows its copy's progress in status and is cancelled mid-copy; the
-// new shard, which now holds rows of the half, is refused until it is emptied; then split --wait takes
-// a split to retired while a client writes, and verify finds the old owner holds none of the half.
+// new shard, which now holds rows of the half, is refused until it is emptied; then a split runs to
+// retired (followed by status --watch) while a client writes, a counter read over every shard while
+// the old owner is cleaned counts each increment once, and verify finds the old owner holds none of
+// the half.
 #include <utility>
 
 #include "core/shard_map.hpp"
@@ -31,6 +33,14 @@ using json = nlohmann::json;
 
 const std::string db = "cairn_reshard";
 const std::string db_n = "cairn_reshard_n";
+
+// A counter whose rows live on their item's shard, read without the item: a read over every shard.
+const std::string views_toml = R"([[counters.metrics]]
+name = "views"
+shard_on = "item"
+dimensions = [{ name = "site", type = "int" }, { name = "item", type = "int" }]
+tables = [{ name = "views_by_site", granularity = "day", key = ["site", "time", "item"] }]
+)";
 
 bool post_edge(std::uint16_t port, std::int64_t source, std::int64_t destination) {
     auto w = http_post(port, "/v1/graphs/g/edges", fmt::format(R"({{"source_id": {}, "destination_id": {}}})", source, destination));
@@ -60,9 +70,21 @@ TEST(reshard, the_cli_plans_refuses_cancels_and_splits_a_shard_under_writes) {
     o.database = db;
     o.shards = {servers[0], servers[1]};
     o.journal_dir = make_temp_dir("cairn-reshard");
+    o.extra_toml = views_toml;
+    std::int64_t views = 0;  // every view counted, of both halves
     {
         cairnd_process first(o);
         ASSERT_TRUE(first.start()) << first.log_tail();
+        for (std::size_t i = 0; i < 30; ++i) {
+            for (const auto item : {upper[i], lower[i]}) {
+                const auto delta = static_cast<std::int64_t>(i + 1);
+                auto w = http_post(first.port(), "/v1/counters/views",
+                                   fmt::format(R"({{"dimensions": {{"site": 1, "item": {}}}, "time": "2026-11-20T10:00:00Z", "delta": {}}})",
+                                               item, delta));
+                ASSERT_TRUE(w && w->status == 202) << (w ? w->body : "no answer");
+                views += delta;
+            }
+        }
         for (std::size_t i = 0; i < 30; ++i) {
             ASSERT_TRUE(post_edge(first.port(), upper[i], on_one[i]));
             ASSERT_TRUE(post_edge(first.port(), lower[i], on_one[i]));
@@ -76,7 +98,7 @@ TEST(reshard, the_cli_plans_refuses_cancels_and_splits_a_shard_under_writes) {
     o.shards.push_back(servers[1]);
     o.shard_databases = {"", "", db_n};
     // Slow enough (a few rows a second) that the copy is still running when it is cancelled.
-    o.extra_toml = "[limits]\nsplit_copy_rows_per_second_max = 5\n";
+    o.extra_toml = views_toml + "[limits]\nsplit_copy_rows_per_second_max = 5\n";
     auto gw = std::make_unique<cairnd_process>(o);
     ASSERT_TRUE(gw->start()) << gw->log_tail();
     auto url = [&] { return std::map<std::string, std::string>{{"CAIRN_URL", fmt::format("http://127.0.0.1:{}", gw->port())}}; };
@@ -158,12 +180,18 @@ TEST(reshard, the_cli_plans_refuses_cancels_and_splits_a_shard_under_writes) {
     EXPECT_EQ(dirty.code, 1);
     EXPECT_NE(dirty.err.find("already holds"), std::string::npos) << dirty.err;
 
-    // Emptied, with the throttle off: the split runs to the end under writes.
+    // Emptied, throttled so that cleaning takes a few seconds: the split runs to the end under writes.
     ASSERT_EQ(gw->terminate(), 0) << gw->log_tail();
     fresh_database(db_n);
-    o.extra_toml.clear();
+    o.extra_toml = views_toml + "[limits]\nsplit_copy_rows_per_second_max = 60\n";
     gw = std::make_unique<cairnd_process>(o);
     ASSERT_TRUE(gw->start()) << gw->log_tail();
+    const auto total_views = [&]() -> std::int64_t {
+        auto r = http_get(gw->port(), "/v1/counters/views/total?site=1&from=2026-11-20&to=2026-11-21");
+        if (!r || r->status != 200) return -1;
+        return nlohmann::json::parse(r->body)["total"].get<std::int64_t>();
+    };
+    ASSERT_EQ(total_views(), views);
     std::atomic<bool> writing{true};
     std::mutex mu;
     std::string writer_failure;
@@ -176,19 +204,38 @@ TEST(reshard, the_cli_plans_refuses_cancels_and_splits_a_shard_under_writes) {
                 writer_failure = fmt::format("a write of {} -> {} failed", s, d);
                 return;
             }
-            std::lock_guard lock(mu);
-            acked.insert({s, d});
+            {
+                std::lock_guard lock(mu);
+                acked.insert({s, d});
+            }
+            // A steady trickle (the load's shape, not a wait): the throttled copy and clean read
+            // shard 0's tables whole, so a flood of writes would make them take minutes.
+            std::this_thread::sleep_for(50ms);
         }
     });
-    auto split = run_cairn({"reshard", "split", "--shard", "0", "--to", to, "--yes", "--wait", "--wait-timeout", "120"}, url());
-    writing = false;
-    writer.join();
+    auto split = run_cairn({"reshard", "split", "--shard", "0", "--to", to, "--yes"}, url());
     ASSERT_EQ(split.code, 0) << split.out << split.err << gw->log_tail(8000);
     EXPECT_NE(split.out.find("split started: map version 3"), std::string::npos) << split.out;
-    // --wait prints each state it sees (it polls: a short one may pass unseen); the driver logs every move.
-    for (const char* state : {"adopting", "retired"}) {
-        EXPECT_NE(split.err.find(fmt::format("map version 3: {}", state)), std::string::npos) << split.err;
-    }
+    // While shard 0 is cleaned (it still holds the moved half's edges), a counter read over every
+    // shard counts each view once: shard 0's sums of the half went when every gateway read from N.
+    std::string state;
+    const bool cleaning = wait_until(
+        [&] {
+            auto r = http_get(gw->port(), "/v1/admin/reshard");
+            if (!r || r->status != 200) return false;
+            const auto j = nlohmann::json::parse(r->body);
+            state = j["split"].is_null() ? std::string("none") : j["split"]["state"].get<std::string>();
+            return state == "cleaning" || state == "none";
+        },
+        90s);
+    ASSERT_TRUE(cleaning) << state << gw->log_tail(8000);
+    EXPECT_EQ(state, "cleaning") << "the clean ended before it was seen: make it slower";
+    EXPECT_EQ(total_views(), views) << "counter sums of the moved half counted on both shards";
+    auto watched = run_cairn({"reshard", "status", "--watch"}, url());
+    writing = false;
+    writer.join();
+    ASSERT_EQ(watched.code, 0) << watched.out << watched.err << gw->log_tail(8000);
+    EXPECT_NE(watched.err.find("map version 3: retired"), std::string::npos) << watched.err;
     const auto log = gw->log_tail(200000);
     const char* states[] = {"adopting", "copying", "catching_up", "verifying", "switched", "done", "cleaning", "retired"};
     for (std::size_t i = 1; i < std::size(states); ++i) {
@@ -197,6 +244,7 @@ TEST(reshard, the_cli_plans_refuses_cancels_and_splits_a_shard_under_writes) {
     }
     EXPECT_TRUE(writer_failure.empty()) << writer_failure;
     ASSERT_TRUE(wait_applied(gw->port(), 30s));
+    EXPECT_EQ(total_views(), views);
 
     auto done = run_cairn({"reshard", "status", "--json"}, url());
     ASSERT_EQ(done.code, 0);
