@@ -41,6 +41,8 @@ public:
     bool started() const { return started_; }
     shard_endpoint server(int i) const { return {"127.0.0.1", static_cast<std::uint16_t>(base_ + 1 + i)}; }
     int stop(int i) const { return run_script(env_prefix() + fmt::format("scripts/shards stop --shard {}", i)); }
+    // Starts server i again, on its data (after stop).
+    int start(int i) const { return run_script(env_prefix() + fmt::format("scripts/shards start --shard {} --log-bin", i)); }
 
     // Makes server(replica) replicate server(primary) (MariaDB's asynchronous replication, from the
     // primary's current GTID position) and starts it.
