@@ -15,6 +15,7 @@ shard_set::shard_set(boost::asio::any_io_executor ex, journal::journal& j, const
     const auto cells = std::make_shared<const core::cell_config>(cfg.cells);
     const auto entities = std::make_shared<const core::entity_config>(cfg.entities);
     for (std::uint32_t i = 0; i < cfg.shards.size(); ++i) {
+        addresses_.push_back(fmt::format("{}:{}", cfg.shards[i].host, cfg.shards[i].port));
         shard_options o;
         o.index = i;
         o.config_shards = static_cast<std::uint32_t>(cfg.shards.size());

@@ -41,6 +41,8 @@ public:
     shard_set& operator=(const shard_set&) = delete;
 
     std::size_t size() const noexcept { return shards_.size(); }
+    // Shard i's host:port as the config lists it (a split names its new shard so); asserts i < size().
+    const std::string& address(core::shard_index i) const { return addresses_.at(i); }
     // Which shard holds a key: the route table in force (core/routing.hpp).
     const core::routing& routing() const noexcept { return routing_; }
     // Asserts that i < size().
@@ -92,6 +94,7 @@ private:
 
     const core::routing& routing_;
     std::vector<std::unique_ptr<shard>> shards_;
+    std::vector<std::string> addresses_;
 };
 
 template <class Task>

@@ -137,6 +137,16 @@ asio::awaitable<core::result<void>> split_follower::async_follow_once() {
                                    active != nullptr ? active->new_address : std::string("see shard_maps on shard 0"));
             co_return core::errc::shard_rejected;
         }
+        // The new shard must be the server the split names: a gateway that lists another one there would
+        // write the moved half's rows to it, apart from every other gateway's.
+        if (active != nullptr && set_.address(active->new_shard) != active->new_address) {
+            problem_ = fmt::format("map version {} moves shard {}'s upper half to shard {} at {}, but this gateway's config "
+                                   "lists shard {} at {}: it does not adopt the split (which waits in adopting) until its "
+                                   "[[shards]] names that address; or cancel the split (cairn reshard cancel)",
+                                   active->version, active->split_shard, active->new_shard, active->new_address,
+                                   active->new_shard, set_.address(active->new_shard));
+            co_return core::errc::shard_rejected;
+        }
     }
 
     std::optional<std::uint64_t> adoption = view.adopted_from;

@@ -262,5 +262,66 @@ TEST(reshard, the_cli_plans_refuses_cancels_and_splits_a_shard_under_writes) {
     EXPECT_EQ(gw->terminate(), 0) << gw->log_tail();
 }
 
+// Every gateway must list the new shard at the address the split names: one that lists it elsewhere
+// would write the moved half's rows there. It refuses to adopt, says why, and the split waits in
+// adopting (status shows it live and not adopted) until it is cancelled.
+TEST(reshard, a_gateway_that_lists_the_new_shard_elsewhere_does_not_adopt) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    const std::string db2 = "cairn_reshard_two";
+    const std::string db2_n = "cairn_reshard_two_n";
+    fresh_database(db2);
+    fresh_database(db2_n);
+    const auto servers = test_shards();
+    cairnd_options oa;
+    oa.database = db2;
+    oa.shards = {servers[0], servers[1]};
+    oa.journal_dir = make_temp_dir("cairn-reshard-two");
+    {
+        cairnd_process first(oa);  // the deployment starts with two shards
+        ASSERT_TRUE(first.start()) << first.log_tail();
+        ASSERT_EQ(first.terminate(), 0) << first.log_tail();
+    }
+    oa.shards.push_back(servers[1]);
+    oa.shard_databases = {"", "", db2_n};
+    cairnd_process a(oa);
+    ASSERT_TRUE(a.start()) << a.log_tail();
+    cairnd_options ob = oa;
+    ob.node_id = 2;
+    ob.journal_dir.clear();
+    ob.shards[2].host = "127.0.0.2";  // the same port on another address: not the server the split names
+    cairnd_process b(ob);
+    ASSERT_TRUE(b.start()) << b.log_tail();
+    const std::string to = fmt::format("{}:{}", servers[1].host, servers[1].port);
+    const std::map<std::string, std::string> env{{"CAIRN_URL", fmt::format("http://127.0.0.1:{}", a.port())}};
+    auto started = run_cairn({"reshard", "split", "--shard", "0", "--to", to, "--yes"}, env);
+    ASSERT_EQ(started.code, 0) << started.err;
+    ASSERT_TRUE(wait_until([&] { return b.log_tail(100000).find("lists shard 2 at 127.0.0.2") != std::string::npos; }, 30s))
+        << b.log_tail(8000);
+    json gateways;
+    ASSERT_TRUE(wait_until(
+        [&] {
+            auto st = run_cairn({"reshard", "status", "--json"}, env);
+            if (st.code != 0 || st.json()["split"].is_null()) return false;
+            gateways = st.json()["split"]["gateways"];
+            return gateways.size() == 2 && !gateways[0]["adopted_from_seq"].is_null();
+        },
+        30s))
+        << gateways.dump();
+    EXPECT_EQ(gateways[1]["node_id"], 2);
+    EXPECT_TRUE(gateways[1]["live"].get<bool>());
+    EXPECT_TRUE(gateways[1]["adopted_from_seq"].is_null()) << "a gateway that lists the new shard elsewhere adopted the split";
+    auto st = run_cairn({"reshard", "status", "--json"}, env);
+    ASSERT_EQ(st.code, 0);
+    EXPECT_EQ(st.json()["split"]["state"], "adopting");
+    EXPECT_NE(st.json()["split"]["progress"]["note"].get<std::string>().find("waiting for every live gateway to adopt"),
+              std::string::npos)
+        << st.out;
+    auto cancelled = run_cairn({"reshard", "cancel", "--yes"}, env);
+    EXPECT_EQ(cancelled.code, 0) << cancelled.err;
+    EXPECT_NE(cancelled.out.find("adopting -> failed"), std::string::npos) << cancelled.out;
+    EXPECT_EQ(b.terminate(), 0) << b.log_tail();
+    EXPECT_EQ(a.terminate(), 0) << a.log_tail();
+}
+
 }  // namespace
 }  // namespace cairn::test
