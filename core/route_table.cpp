@@ -43,6 +43,11 @@ const shard_map& route_table::apply_map(shard_index s, std::uint64_t seq, bool c
     return map_;
 }
 
+std::uint64_t route_table::route_seq(shard_index s, std::uint64_t seq) const noexcept {
+    if (split_ && s + 1 == next_->size() && seq < split_->adoption_seq) return split_->adoption_seq;
+    return seq;
+}
+
 const shard_map& route_table::wait_map(std::uint64_t seq, bool counter) const noexcept {
     if (split_ && counter && seq >= split_->adoption_seq) return *next_;
     return read_map();

@@ -58,6 +58,11 @@ public:
     // op is a counter op). Within a split, `from` keeps taking R's rows until the cut-over, `to`
     // takes them from the adoption, and counter ops of R go by the next map from the adoption.
     const shard_map& apply_map(shard_index s, std::uint64_t seq, bool counter) const noexcept;
+    // The seq an op of `seq` is routed as on shard s (apply_map, may_apply): itself, except on a split's
+    // new shard, where an op from before the adoption — only ever a twin of the old owner's error-queue
+    // entry or dead letter (split_follower) — is taken as at the adoption seq: N takes its rows of R and
+    // is held with it until the copy is written.
+    std::uint64_t route_seq(shard_index s, std::uint64_t seq) const noexcept;
     // The map whose shards a reader must wait on to see an op with this seq (?wait=applied, after=):
     // the read map, but the next map for counter ops from the adoption.
     const shard_map& wait_map(std::uint64_t seq, bool counter) const noexcept;

@@ -189,7 +189,7 @@ asio::awaitable<core::result<void>> apply_worker::async_apply_one(apply_session&
                                                                   const core::op& o) {
     const auto table = routing_.load();
     const std::array<const core::op*, 1> one{&o};
-    co_return co_await async_apply(session, table->apply_map(opts_.shard, seq, false), one);
+    co_return co_await async_apply(session, table->apply_map(opts_.shard, table->route_seq(opts_.shard, seq), false), one);
 }
 
 asio::awaitable<bool> apply_worker::async_ensure_schema() {
@@ -634,7 +634,10 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_retry_errors() {
     journal::apply_outcome outcome;
     outcome.shard = shard;
     bool outage = false;
+    const auto table = routing_.load();
     for (auto& task : due.value()) {
+        // A split's new shard holds a twin (of the old owner's entry) until the copy is written.
+        if (!table->may_apply(shard, table->route_seq(shard, task.seq))) continue;
         auto decoded = core::decode_op(task.op_bytes);
         journal::error_task next = task;
         bool retry_at_once = false;

@@ -1,9 +1,11 @@
 #include "shards/split_follower.hpp"
 
+#include "core/codec.hpp"
 #include "core/log_task_end.hpp"
 #include "journal/journal.hpp"
 #include "shards/journal_await.hpp"
 #include "shards/map_store.hpp"
+#include "shards/model_dispatch.hpp"
 #include "shards/shard_identity.hpp"
 #include "shards/shard_set.hpp"
 #include "shards/split_routes.hpp"
@@ -16,6 +18,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <limits>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -224,6 +228,12 @@ asio::awaitable<core::result<void>> split_follower::async_follow_once() {
     if (auto stored = journal_.route_record(); !stored || stored.value() != next->to_text()) {
         if (auto r = co_await async_record(*next); !r) co_return r.error();
     }
+    if (active != nullptr && adoption && active->state >= split_state::copying && twinned_ != active->version) {
+        if (auto r = co_await async_put_twins(active->version, active->split_shard, active->new_shard, active->map, *adoption); !r) {
+            co_return r.error();
+        }
+        twinned_ = active->version;
+    }
     // Then shard 0 learns that this gateway routes by the state's table: the driver moves a split on
     // from switched and done only once every live gateway has.
     if (active != nullptr && adoption && !(marked_ && marked_->first == active->version && marked_->second >= static_cast<std::uint8_t>(active->state))) {
@@ -234,6 +244,61 @@ asio::awaitable<core::result<void>> split_follower::async_follow_once() {
         if (!m) co_return m.error();
         marked_ = std::pair{active->version, static_cast<std::uint8_t>(active->state)};
     }
+    co_return core::success();
+}
+
+asio::awaitable<core::result<void>> split_follower::async_put_twins(std::uint32_t version, std::uint32_t from, std::uint32_t to,
+                                                                    const core::shard_map& next, std::uint64_t adoption_seq) {
+    constexpr std::size_t all = std::numeric_limits<std::size_t>::max();
+    auto errors = journal_.list_errors(from, std::nullopt, all);
+    if (!errors) co_return errors.error();
+    auto dead = journal_.list_dead_from(from, 0, all);
+    if (!dead) co_return dead.error();
+    // What the new shard holds already (a twin put before a restart of this gateway).
+    std::set<std::uint64_t> there;
+    auto on_to = journal_.list_errors(to, std::nullopt, all);
+    if (!on_to) co_return on_to.error();
+    for (const auto& e : on_to.value()) there.insert(e.seq);
+    auto dead_to = journal_.list_dead_from(to, 0, all);
+    if (!dead_to) co_return dead_to.error();
+    for (const auto& d : dead_to.value()) {
+        if (d.task.shard == to) there.insert(d.task.seq);
+    }
+    const auto moves = [&](const journal::error_task& t) {
+        if (t.shard != from || t.seq >= adoption_seq || there.contains(t.seq)) return false;
+        auto op = core::decode_op(t.op_bytes);
+        if (!op) return false;  // the old owner's retry dead-letters it; nothing to twin
+        const auto owners = shards_of(op.value(), next);
+        return std::find(owners.begin(), owners.end(), to) != owners.end();
+    };
+    journal::apply_outcome outcome;
+    outcome.shard = to;
+    const std::string why = fmt::format("a twin of shard {}'s entry: map version {} moved this op's rows to shard {}", from, version, to);
+    for (const auto& e : errors.value()) {
+        if (!moves(e)) continue;
+        journal::error_task twin = e;
+        twin.shard = to;
+        twin.due_ms = 0;  // due at once; the new shard's worker holds it until the copy is written
+        twin.attempts = 0;
+        twin.errors = {why};
+        outcome.put_errors.push_back(std::move(twin));
+        there.insert(e.seq);
+    }
+    for (const auto& d : dead.value()) {
+        if (!moves(d.task)) continue;
+        journal::dead_letter twin = d;
+        twin.task.shard = to;
+        twin.task.errors.push_back(why);
+        outcome.put_dead.push_back(std::move(twin));
+        there.insert(d.task.seq);
+    }
+    if (outcome.put_errors.empty() && outcome.put_dead.empty()) co_return core::success();
+    const auto queued = outcome.put_errors.size();
+    const auto letters = outcome.put_dead.size();
+    if (auto r = co_await async_commit_outcome(journal_, std::move(outcome)); !r) co_return r.error();
+    spdlog::info("routing: map version {}: {} error-queue entries and {} dead letters of shard {} below seq {} twinned to shard {}",
+                 version, queued, letters, from, adoption_seq, to);
+    set_.notify_all();
     co_return core::success();
 }
 

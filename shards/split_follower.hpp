@@ -10,6 +10,7 @@
 #include <utility>  // Boost 1.74's awaitable.hpp forgets it.
 
 #include "core/result.hpp"
+#include "core/shard_map.hpp"
 #include "core/routing.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -66,6 +67,14 @@ private:
     std::string problem_;   // on the strand: what the last round found wrong beyond its error code
     // On the strand: the version and state this gateway last told shard 0 it routes by.
     std::optional<std::pair<std::uint32_t, std::uint8_t>> marked_;
+    // On the strand: the split version whose twins this process has put (async_put_twins).
+    std::uint32_t twinned_ = 0;
+    // Once the copy runs, every op below this gateway's adoption seq that waits in the old owner's
+    // error queue or dead letters and has rows in the moved half gets a twin on the new shard (its
+    // error queue or dead letters, unless one is there): an op the old owner applies after the copy
+    // read its rows still reaches the new shard (docs/resharding.md, "adopting").
+    boost::asio::awaitable<core::result<void>> async_put_twins(std::uint32_t version, std::uint32_t from, std::uint32_t to,
+                                                               const core::shard_map& next, std::uint64_t adoption_seq);
 };
 
 }  // namespace cairn::shards

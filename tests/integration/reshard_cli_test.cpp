@@ -323,5 +323,97 @@ TEST(reshard, a_gateway_that_lists_the_new_shard_elsewhere_does_not_adopt) {
     EXPECT_EQ(a.terminate(), 0) << a.log_tail();
 }
 
+// The error-queue twins (docs/resharding.md): an edge of the moved half that the old owner refuses
+// (a trigger) waits in its error queue from before the split. Once the copy runs it gets a twin on
+// the new shard, which applies it when released; the old owner applies it when the trigger goes,
+// after the copy read its rows. The split verifies, switches and retires, and the edge is read from
+// the new shard. Without the twin the new shard never gets the edge: the diff stays dirty and the
+// split fails.
+TEST(reshard, an_edge_waiting_in_the_old_owners_error_queue_reaches_the_new_shard) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    const std::string db3 = "cairn_reshard_twins";
+    const std::string db3_n = "cairn_reshard_twins_n";
+    fresh_database(db3);
+    fresh_database(db3_n);
+    const auto servers = test_shards();
+    const auto three = core::shard_map::equal_ranges(2).split(0).value();
+    std::vector<std::int64_t> upper, lower, on_one;
+    for (std::int64_t id = 1; upper.size() < 10 || lower.size() < 10 || on_one.size() < 10; ++id) {
+        const auto s = three.shard_of_id(id);
+        if (s == 2 && upper.size() < 10) upper.push_back(id);
+        if (s == 0 && lower.size() < 10) lower.push_back(id);
+        if (s == 1 && on_one.size() < 10) on_one.push_back(id);
+    }
+    cairnd_options o;
+    o.database = db3;
+    o.shards = {servers[0], servers[1]};
+    o.journal_dir = make_temp_dir("cairn-reshard-twins");
+    o.retry_attempts_max = 1000;
+    {
+        cairnd_process first(o);
+        ASSERT_TRUE(first.start()) << first.log_tail();
+        for (std::size_t i = 0; i < 10; ++i) {
+            ASSERT_TRUE(post_edge(first.port(), upper[i], on_one[i]));
+            ASSERT_TRUE(post_edge(first.port(), lower[i], on_one[i]));
+        }
+        ASSERT_TRUE(wait_applied(first.port(), 30s));
+        ASSERT_EQ(first.terminate(), 0) << first.log_tail();
+    }
+    const std::int64_t held = upper[0];
+    const std::int64_t held_to = on_one[9] + 500;
+    ASSERT_TRUE(exec_sql(servers[0], {fmt::format("CREATE TRIGGER poison BEFORE INSERT ON edges FOR EACH ROW "
+                                                  "IF NEW.node_id = {} AND NEW.other_id = {} THEN "
+                                                  "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'held back'; END IF",
+                                                  held, held_to)},
+                         db3));
+    o.shards.push_back(servers[1]);
+    o.shard_databases = {"", "", db3_n};
+    o.extra_toml = "[limits]\nsplit_copy_rows_per_second_max = 50\n";
+    cairnd_process gw(o);
+    ASSERT_TRUE(gw.start()) << gw.log_tail();
+    ASSERT_TRUE(post_edge(gw.port(), held, held_to));
+    ASSERT_TRUE(wait_until(
+        [&] {
+            auto r = http_get(gw.port(), "/v1/admin/errors?shard=0");
+            return r && r->status == 200 && nlohmann::json::parse(r->body)["errors"].size() == 1;
+        },
+        30s))
+        << gw.log_tail(8000);
+    const std::string to = fmt::format("{}:{}", servers[1].host, servers[1].port);
+    auto started = http_post(gw.port(), "/v1/admin/reshard/split", fmt::format(R"({{"shard": 0, "to": "{}"}})", to));
+    ASSERT_TRUE(started && started->status == 202) << (started ? started->body : "no answer");
+    // After the copy has read shard 0, the old owner may apply the edge.
+    const auto state = [&] {
+        auto r = http_get(gw.port(), "/v1/admin/reshard");
+        if (!r || r->status != 200) return std::string("unanswered");
+        const auto j = nlohmann::json::parse(r->body);
+        return j["split"].is_null() ? j["history"].back()["state"].get<std::string>() : j["split"]["state"].get<std::string>();
+    };
+    ASSERT_TRUE(wait_until(
+        [&] {
+            const auto st = state();
+            return st != "adopting" && st != "copying" && st != "unanswered";
+        },
+        60s))
+        << gw.log_tail(8000);
+    ASSERT_TRUE(exec_sql(servers[0], {"DROP TRIGGER poison"}, db3));
+    ASSERT_TRUE(wait_until(
+        [&] {
+            const auto st = state();
+            return st == "retired" || st == "failed";
+        },
+        150s))
+        << state() << gw.log_tail(8000);
+    ASSERT_EQ(state(), "retired") << gw.log_tail(8000);
+    EXPECT_NE(gw.log_tail(400000).find("twinned to shard 2"), std::string::npos);
+    auto read = http_get(gw.port(), fmt::format("/v1/graphs/g/edges/{}/{}", held, held_to));
+    ASSERT_TRUE(read);
+    EXPECT_EQ(read->status, 200) << "the held edge, read from the new shard: " << read->body;
+    EXPECT_EQ(count_rows(servers[1], db3_n,
+                         fmt::format("SELECT COUNT(*) FROM edges WHERE node_id = {} AND other_id = {} AND direction = 0", held, held_to)),
+              1u);
+    EXPECT_EQ(gw.terminate(), 0) << gw.log_tail();
+}
+
 }  // namespace
 }  // namespace cairn::test

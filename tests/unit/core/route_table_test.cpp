@@ -71,6 +71,29 @@ TEST(route_table, a_split_routes_by_seq) {
     EXPECT_EQ(r.segment_last(10), no_end);
 }
 
+// A twin on the new shard of an op from before the adoption is routed as at the adoption: N takes its
+// rows of R (and its counter ops of R) and holds it while the copy runs; every other shard routes by
+// the op's own seq.
+TEST(route_table, a_twin_on_the_new_shard_is_routed_as_at_the_adoption) {
+    auto t = route_table::splitting(3, shard_map::equal_ranges(2), split_route{.from = 0, .adoption_seq = 10});
+    ASSERT_TRUE(t.has_value());
+    const auto& r = t.value();
+    EXPECT_EQ(r.route_seq(2, 4), 10u);
+    EXPECT_EQ(r.route_seq(2, 12), 12u);
+    EXPECT_EQ(r.route_seq(0, 4), 4u);
+    EXPECT_EQ(r.route_seq(1, 4), 4u);
+    const std::uint64_t in_r = r.next_map().range_of(2).first;
+    EXPECT_EQ(r.apply_map(2, r.route_seq(2, 4), false).shard_of_hash(in_r), 2u);
+    EXPECT_EQ(r.apply_map(2, r.route_seq(2, 4), true).shard_of_hash(in_r), 2u);
+    EXPECT_FALSE(r.may_apply(2, r.route_seq(2, 4))) << "held with the new shard";
+    auto released = t.value().split().value();
+    released.new_shard_held = false;
+    auto r2 = route_table::splitting(3, shard_map::equal_ranges(2), released);
+    ASSERT_TRUE(r2.has_value());
+    EXPECT_TRUE(r2.value().may_apply(2, r2.value().route_seq(2, 4)));
+    EXPECT_EQ(route_table(1, shard_map::equal_ranges(3)).route_seq(2, 4), 4u) << "no split: every op as itself";
+}
+
 TEST(route_table, reads_move_and_then_writes_cut_over) {
     auto moved = route_table::splitting(
         4, shard_map::equal_ranges(2),
