@@ -195,6 +195,18 @@ asio::awaitable<core::result<range_copy_stats>> split_driver::async_publishing(
     co_return r;
 }
 
+range_copy_options split_driver::step_options(bool throttled) {
+    range_copy_options o;
+    o.chunk_rows = opts_.copy_chunk_rows;
+    o.stop_requested = [this] { return stopping_.load(); };
+    if (throttled && opts_.copy_rows_per_second_max > 0) {
+        o.rows_per_second_max = opts_.copy_rows_per_second_max;
+        // A chunk at most a second's worth of the throttle: smooth progress, prompt stops.
+        o.chunk_rows = std::clamp<std::size_t>(static_cast<std::size_t>(o.rows_per_second_max), 1, o.chunk_rows);
+    }
+    return o;
+}
+
 asio::awaitable<core::result<void>> split_driver::async_delete_counters(core::shard_index from, core::hash_range range) {
     const auto ex = co_await asio::this_coro::executor;
     mariadb_conn source(ex, conn_params_of(cfg_, from));
@@ -203,10 +215,7 @@ asio::awaitable<core::result<void>> split_driver::async_delete_counters(core::sh
     auto plan = co_await async_plan_range_copy(source, cfg_.counters, cfg_.cells);
     if (!plan) co_return plan.error();
     std::erase_if(plan.value(), [](const copy_group& g) { return g.name != "counters"; });
-    range_copy_options o;
-    o.chunk_rows = opts_.copy_chunk_rows;
-    o.stop_requested = [this] { return stopping_.load(); };
-    auto deleted = co_await async_delete_range(source, plan.value(), range, o);
+    auto deleted = co_await async_delete_range(source, plan.value(), range, step_options(false));
     source.close();
     if (!deleted) co_return deleted.error();
     if (deleted.value().rows_copied != 0) {
@@ -338,14 +347,7 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
             const live_conns live(*this, {&source, &target});
             auto plan = co_await async_open_pair(source, from, target, to);
             if (!plan) co_return plan.error();
-            range_copy_options o;
-            o.chunk_rows = opts_.copy_chunk_rows;
-            o.stop_requested = [this] { return stopping_.load(); };
-            o.rows_per_second_max = opts_.copy_rows_per_second_max;
-            // A chunk at most a second's worth of the throttle: smooth progress, prompt stops.
-            if (o.rows_per_second_max > 0) {
-                o.chunk_rows = std::clamp<std::size_t>(static_cast<std::size_t>(o.rows_per_second_max), 1, o.chunk_rows);
-            }
+            const range_copy_options o = step_options(true);
             co_await async_start_step(source, plan.value(), fmt::format("copying shard {}'s hashes {}..{} to shard {}", from,
                                                                          range.first, range.last, to));
             auto copied = co_await async_publishing(lock, split.version, [&]() {
@@ -386,9 +388,7 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
             if (!plan) co_return plan.error();
             // Counter sums of R differ by design once N takes R's increments alone (from the adoption).
             std::erase_if(plan.value(), [](const copy_group& g) { return g.name == "counters"; });
-            range_copy_options o;
-            o.chunk_rows = opts_.copy_chunk_rows;
-            o.stop_requested = [this] { return stopping_.load(); };
+            const range_copy_options o = step_options(false);
             // Under live writes the two shards are rarely at the same op when their snapshots are taken:
             // each snapshot also reads the shard's applied marks, and a difference counts only when both
             // had applied the same ops (the same marks). Otherwise the diff runs again at once, a few times.
@@ -465,14 +465,7 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
             if (auto r = co_await async_connect_checked(source, from); !r) co_return r;
             auto plan = co_await async_plan_range_copy(source, cfg_.counters, cfg_.cells);
             if (!plan) co_return plan.error();
-            range_copy_options o;
-            o.chunk_rows = opts_.copy_chunk_rows;
-            o.stop_requested = [this] { return stopping_.load(); };
-            o.rows_per_second_max = opts_.copy_rows_per_second_max;
-            // A chunk at most a second's worth of the throttle: smooth progress, prompt stops.
-            if (o.rows_per_second_max > 0) {
-                o.chunk_rows = std::clamp<std::size_t>(static_cast<std::size_t>(o.rows_per_second_max), 1, o.chunk_rows);
-            }
+            const range_copy_options o = step_options(true);
             co_await async_start_step(source, plan.value(), fmt::format("deleting shard {}'s rows of hashes {}..{}", from,
                                                                          range.first, range.last));
             auto deleted = co_await async_publishing(lock, split.version, [&]() {

@@ -42,6 +42,7 @@ namespace cairn::shards {
 class mariadb_conn;
 class shard_set;
 struct copy_group;
+struct range_copy_options;
 struct range_copy_progress;
 struct range_copy_stats;
 
@@ -71,6 +72,8 @@ private:
     boost::asio::awaitable<core::result<std::vector<copy_group>>> async_open_pair(mariadb_conn& source, core::shard_index from,
                                                                                   mariadb_conn& target, core::shard_index to);
 
+    // The options of a copy, diff or clean: stopped by stop(); throttled: at the copy's rate.
+    range_copy_options step_options(bool throttled);
     // Deletes shard from's counter sums of range (the counters group; whole tables stay).
     boost::asio::awaitable<core::result<void>> async_delete_counters(core::shard_index from, core::hash_range range);
     // The progress kept on shard 0 (map_store.hpp's split_progress), through conn.

@@ -12,6 +12,21 @@
 namespace cairn::cli {
 namespace {
 
+// Unless yes: shows what (if given) and asks question on the terminal; throws cli_exit
+// (exit_not_confirmed) without a terminal to ask or without a yes.
+void confirm(bool yes, std::string_view action, std::string_view question, std::string_view refused,
+             const std::function<void()>& show = {}) {
+    if (yes) return;
+    if (!::isatty(STDIN_FILENO)) {
+        throw cli_exit{exit_not_confirmed, fmt::format("cairn: {} needs confirmation; there is no terminal to ask, so pass --yes", action)};
+    }
+    if (show) show();
+    std::cerr << question << " [y/N] " << std::flush;
+    std::string answer;
+    std::getline(std::cin, answer);
+    if (answer != "y" && answer != "Y" && answer != "yes") throw cli_exit{exit_not_confirmed, fmt::format("cairn: {}", refused)};
+}
+
 std::string split_body(unsigned shard, const std::string& to) { return json{{"shard", shard}, {"to", to}}.dump(); }
 
 std::string range_text(const json& r) {
@@ -197,17 +212,8 @@ void reshard_commands::add(CLI::App& app, const settings& s, std::function<int()
     split->add_option("--wait-timeout", wait_timeout_s_, "with --wait: give up waiting after this many seconds (0: never)");
     split->callback([this, &s, &run] {
         run = [this, &s] {
-            if (!yes_) {
-                if (!::isatty(STDIN_FILENO)) {
-                    throw cli_exit{exit_not_confirmed, "cairn: a split needs confirmation; there is no terminal to ask, so pass --yes"};
-                }
-                const json p = call(s, "POST", "/v1/admin/reshard/plan", split_body(*shard_, to_));
-                print_plan(p);
-                std::cerr << "\nStart this split? [y/N] " << std::flush;
-                std::string answer;
-                std::getline(std::cin, answer);
-                if (answer != "y" && answer != "Y" && answer != "yes") throw cli_exit{exit_not_confirmed, "cairn: not started"};
-            }
+            confirm(yes_, "a split", "\nStart this split?", "not started",
+                    [&] { print_plan(call(s, "POST", "/v1/admin/reshard/plan", split_body(*shard_, to_))); });
             const json p = call(s, "POST", "/v1/admin/reshard/split", split_body(*shard_, to_));
             const auto version = p["split"]["version"].get<std::uint64_t>();
             if (s.json_out && !wait_) {
@@ -287,15 +293,7 @@ void reshard_commands::add(CLI::App& app, const settings& s, std::function<int()
     cancel->add_flag("-y,--yes", yes_, "do not ask");
     cancel->callback([this, &s, &run] {
         run = [this, &s] {
-            if (!yes_) {
-                if (!::isatty(STDIN_FILENO)) {
-                    throw cli_exit{exit_not_confirmed, "cairn: cancelling needs confirmation; there is no terminal to ask, so pass --yes"};
-                }
-                std::cerr << "Fail the split under way? [y/N] " << std::flush;
-                std::string answer;
-                std::getline(std::cin, answer);
-                if (answer != "y" && answer != "Y" && answer != "yes") throw cli_exit{exit_not_confirmed, "cairn: not cancelled"};
-            }
+            confirm(yes_, "cancelling", "Fail the split under way?", "not cancelled");
             const json c = call(s, "POST", "/v1/admin/reshard/cancel");
             if (s.json_out) {
                 print_json(c);

@@ -11,6 +11,7 @@
 #include "tests/support/cairnd_process.hpp"
 #include "tests/support/e2e.hpp"
 #include "tests/support/own_servers.hpp"
+#include "tests/support/split_keys.hpp"
 #include "tests/support/test_shards.hpp"
 
 #include <fmt/format.h>
@@ -28,23 +29,9 @@ namespace cairn::test {
 namespace {
 
 using namespace std::chrono_literals;
-using edge_set = std::set<std::pair<std::int64_t, std::int64_t>>;
 
 const std::string db = "cairn_fault_split";
 const std::string db_n = "cairn_fault_split_n";
-
-edge_set edges_in(const shard_endpoint& s, const std::string& database) {
-    edge_set out;
-    auto rows = query_sql(s, "SELECT node_id, other_id FROM edges WHERE graph = 'g' AND direction = 0", database);
-    if (!rows) return out;
-    for (const auto& line : rows.value()) {
-        std::istringstream in(line);
-        std::int64_t a = 0, b = 0;
-        in >> a >> b;
-        out.emplace(a, b);
-    }
-    return out;
-}
 
 std::string state_of(std::uint16_t port, std::uint64_t* rows_done = nullptr) {
     auto r = http_get(port, "/v1/admin/reshard");
@@ -66,14 +53,11 @@ TEST(split_outage, a_split_whose_new_shard_stops_during_the_copy_copies_again_an
                              "CREATE DATABASE " + db_n})
                     .has_value());
 
-    const auto three = core::shard_map::equal_ranges(2).split(0).value();
-    std::vector<std::int64_t> upper, lower, on_one;
-    for (std::int64_t id = 1; upper.size() < 20 || lower.size() < 20 || on_one.size() < 40; ++id) {
-        const auto s = three.shard_of_id(id);
-        if (s == 2 && upper.size() < 20) upper.push_back(id);
-        if (s == 0 && lower.size() < 20) lower.push_back(id);
-        if (s == 1 && on_one.size() < 40) on_one.push_back(id);
-    }
+    const auto keys = pick_split_keys(20, 40);
+    const auto& three = keys.three;
+    const auto& upper = keys.upper;
+    const auto& lower = keys.lower;
+    const auto& on_one = keys.on_one;
     std::mutex mu;
     edge_set acked;
     const auto post_edge = [&](std::uint16_t port, std::int64_t s, std::int64_t d) {
@@ -148,8 +132,8 @@ TEST(split_outage, a_split_whose_new_shard_stops_during_the_copy_copies_again_an
         for (const auto& e : acked) (three.shard_of_id(e.first) == 2 ? want_upper : want_lower).insert(e);
     }
     ASSERT_GT(want_upper.size(), 80u) << "writes of the moved half during the split";
-    EXPECT_EQ(edges_in(b, db_n), want_upper) << "the new shard holds exactly the moved half";
-    EXPECT_EQ(edges_in(a, db), want_lower) << "shard 0 keeps the lower half, and cleaning deleted the moved half there";
+    EXPECT_EQ(forward_edges(b, db_n), want_upper) << "the new shard holds exactly the moved half";
+    EXPECT_EQ(forward_edges(a, db), want_lower) << "shard 0 keeps the lower half, and cleaning deleted the moved half there";
     EXPECT_EQ(gw.terminate(), 0) << gw.log_tail();
 }
 

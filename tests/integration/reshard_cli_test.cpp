@@ -13,6 +13,7 @@
 #include "tests/support/cairnd_process.hpp"
 #include "tests/support/e2e.hpp"
 #include "tests/support/own_servers.hpp"
+#include "tests/support/split_keys.hpp"
 #include "tests/support/test_shards.hpp"
 
 #include <fmt/format.h>
@@ -57,14 +58,11 @@ TEST(reshard, the_cli_plans_refuses_cancels_and_splits_a_shard_under_writes) {
     fresh_database(db);
     fresh_database(db_n);
     const auto servers = test_shards();
-    const auto three = core::shard_map::equal_ranges(2).split(0).value();
-    std::vector<std::int64_t> upper, lower, on_one;
-    for (std::int64_t id = 1; upper.size() < 30 || lower.size() < 30 || on_one.size() < 40; ++id) {
-        const auto s = three.shard_of_id(id);
-        if (s == 2 && upper.size() < 30) upper.push_back(id);
-        if (s == 0 && lower.size() < 30) lower.push_back(id);
-        if (s == 1 && on_one.size() < 40) on_one.push_back(id);
-    }
+    const auto keys = pick_split_keys(30, 40);
+    const auto& three = keys.three;
+    const auto& upper = keys.upper;
+    const auto& lower = keys.lower;
+    const auto& on_one = keys.on_one;
     std::set<std::pair<std::int64_t, std::int64_t>> acked;
     cairnd_options o;
     o.database = db;
@@ -336,14 +334,10 @@ TEST(reshard, an_edge_waiting_in_the_old_owners_error_queue_reaches_the_new_shar
     fresh_database(db3);
     fresh_database(db3_n);
     const auto servers = test_shards();
-    const auto three = core::shard_map::equal_ranges(2).split(0).value();
-    std::vector<std::int64_t> upper, lower, on_one;
-    for (std::int64_t id = 1; upper.size() < 10 || lower.size() < 10 || on_one.size() < 10; ++id) {
-        const auto s = three.shard_of_id(id);
-        if (s == 2 && upper.size() < 10) upper.push_back(id);
-        if (s == 0 && lower.size() < 10) lower.push_back(id);
-        if (s == 1 && on_one.size() < 10) on_one.push_back(id);
-    }
+    const auto keys = pick_split_keys(10, 10);
+    const auto& upper = keys.upper;
+    const auto& lower = keys.lower;
+    const auto& on_one = keys.on_one;
     cairnd_options o;
     o.database = db3;
     o.shards = {servers[0], servers[1]};

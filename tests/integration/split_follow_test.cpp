@@ -15,6 +15,7 @@
 #include "tests/support/cairnd_process.hpp"
 #include "tests/support/e2e.hpp"
 #include "tests/support/own_servers.hpp"
+#include "tests/support/split_keys.hpp"
 #include "tests/support/test_shards.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -40,21 +41,6 @@ using shards::split_state;
 const std::string db = "cairn_split";
 const std::string db_n = "cairn_split_n";
 
-using edge_set = std::set<std::pair<std::int64_t, std::int64_t>>;
-
-// The forward edges (source, destination) of graph g in database `database` on server s.
-edge_set edges_in(const shard_endpoint& s, const std::string& database) {
-    edge_set out;
-    auto rows = query_sql(s, "SELECT node_id, other_id FROM edges WHERE graph = 'g' AND direction = 0", database);
-    if (!rows) return out;  // no table yet: nothing applied there
-    for (const auto& line : rows.value()) {
-        std::istringstream in(line);
-        std::int64_t a = 0, b = 0;
-        in >> a >> b;
-        out.emplace(a, b);
-    }
-    return out;
-}
 
 std::string split_state_of(const shard_endpoint& s) {
     auto r = query_sql(s, "SELECT state FROM shard_maps WHERE version = 2", db);
@@ -74,14 +60,11 @@ TEST(split, a_shard_splits_under_writes_and_its_upper_half_moves_whole) {
 
     // Sources in the upper half of shard 0's range (R, the half that moves) and in its lower half;
     // destinations on shard 1, so that the backward rows stay out of the way.
-    const auto three = core::shard_map::equal_ranges(2).split(0).value();
-    std::vector<std::int64_t> upper, lower, on_one;
-    for (std::int64_t id = 1; upper.size() < 8 || lower.size() < 8 || on_one.size() < 40; ++id) {
-        const auto s = three.shard_of_id(id);
-        if (s == 2 && upper.size() < 8) upper.push_back(id);
-        if (s == 0 && lower.size() < 8) lower.push_back(id);
-        if (s == 1 && on_one.size() < 40) on_one.push_back(id);
-    }
+    const auto keys = pick_split_keys(8, 40);
+    const auto& three = keys.three;
+    const auto& upper = keys.upper;
+    const auto& lower = keys.lower;
+    const auto& on_one = keys.on_one;
 
     cairnd_options o;
     o.database = db;
@@ -157,9 +140,9 @@ TEST(split, a_shard_splits_under_writes_and_its_upper_half_moves_whole) {
     edge_set want_upper, want_lower;
     for (const auto& e : acked) (three.shard_of_id(e.first) == 2 ? want_upper : want_lower).insert(e);
     ASSERT_GT(want_upper.size(), 8u) << "writes of the moved half during the split";
-    const auto on_n = edges_in(servers[1], db_n);
+    const auto on_n = forward_edges(servers[1], db_n);
     EXPECT_EQ(on_n, want_upper) << "the new shard holds exactly the moved half, from before and during the split";
-    const auto on_0 = edges_in(servers[0], db);
+    const auto on_0 = forward_edges(servers[0], db);
     EXPECT_EQ(on_0, want_lower) << "shard 0 keeps the lower half; cleaning deleted the moved half there";
     auto counts_0 = query_sql(servers[0], "SELECT node_id FROM edge_counts WHERE graph = 'g' AND direction = 0", db);
     ASSERT_TRUE(counts_0.has_value());
@@ -190,9 +173,9 @@ TEST(split, a_shard_splits_under_writes_and_its_upper_half_moves_whole) {
     ASSERT_TRUE(post_edge(gw.port(), lower[0], late_dst));
     ASSERT_TRUE(post_edge(gw.port(), upper[1], late_dst));
     ASSERT_TRUE(wait_applied(gw.port(), 30s));
-    EXPECT_TRUE(edges_in(servers[1], db_n).contains({upper[1], late_dst}));
-    EXPECT_FALSE(edges_in(servers[0], db).contains({upper[1], late_dst}));
-    EXPECT_TRUE(edges_in(servers[0], db).contains({lower[0], late_dst}));
+    EXPECT_TRUE(forward_edges(servers[1], db_n).contains({upper[1], late_dst}));
+    EXPECT_FALSE(forward_edges(servers[0], db).contains({upper[1], late_dst}));
+    EXPECT_TRUE(forward_edges(servers[0], db).contains({lower[0], late_dst}));
     EXPECT_EQ(gw.terminate(), 0) << gw.log_tail();
 }
 
@@ -328,7 +311,7 @@ TEST(split, two_gateways_split_a_shard_under_reads_and_writes_and_a_restart_duri
     // off (journaled, unanswered).
     for (const auto& [server, database, shard] :
          {std::tuple{servers[0], db2, 0u}, std::tuple{servers[1], db2, 1u}, std::tuple{servers[1], db2_n, 2u}}) {
-        const auto held = edges_in(server, database);
+        const auto held = forward_edges(server, database);
         std::size_t missing = 0, extra = 0;
         for (const auto& e : want[shard]) missing += held.contains(e) ? 0 : 1;
         for (const auto& e : held) extra += three.shard_of_id(e.first) == shard && (want[shard].contains(e) || maybe.contains(e)) ? 0 : 1;
@@ -339,9 +322,9 @@ TEST(split, two_gateways_split_a_shard_under_reads_and_writes_and_a_restart_duri
     EXPECT_NE(log_a.find("-> retired"), std::string::npos);
     // Counts equal the rows (exact), read through either gateway.
     const auto all_edges = [&] {
-        auto x = edges_in(servers[1], db2_n);
-        for (const auto& e : edges_in(servers[0], db2)) x.insert(e);
-        for (const auto& e : edges_in(servers[1], db2)) x.insert(e);
+        auto x = forward_edges(servers[1], db2_n);
+        for (const auto& e : forward_edges(servers[0], db2)) x.insert(e);
+        for (const auto& e : forward_edges(servers[1], db2)) x.insert(e);
         return x;
     }();
     for (std::int64_t s = 1'000; s < 1'040; ++s) {

@@ -1,0 +1,53 @@
+// The node ids the split tests write (online resharding, docs/resharding.md): a deployment of two
+// shards whose shard 0 splits into a third. Ids of the half that moves (upper), of the half that stays
+// on shard 0 (lower) and of shard 1 (on_one, the destinations, so that the backward rows stay out of
+// the way); and the forward edges a shard's database holds. Tests only.
+#pragma once
+
+#include "core/shard_map.hpp"
+#include "tests/support/test_shards.hpp"
+
+#include <cstdint>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cairn::test {
+
+struct split_keys {
+    core::shard_map three = core::shard_map::equal_ranges(2).split(0).value();  // the map after the split
+    std::vector<std::int64_t> upper, lower, on_one;
+};
+
+// The first n ids of each kind (ids from 1 up, by the map after the split).
+inline split_keys pick_split_keys(std::size_t n, std::size_t n_one) {
+    split_keys k;
+    for (std::int64_t id = 1; k.upper.size() < n || k.lower.size() < n || k.on_one.size() < n_one; ++id) {
+        const auto s = k.three.shard_of_id(id);
+        if (s == 2 && k.upper.size() < n) k.upper.push_back(id);
+        if (s == 0 && k.lower.size() < n) k.lower.push_back(id);
+        if (s == 1 && k.on_one.size() < n_one) k.on_one.push_back(id);
+    }
+    return k;
+}
+
+using edge_set = std::set<std::pair<std::int64_t, std::int64_t>>;
+
+// The forward edges (source, destination) of graph g in database `database` on server s (none when
+// it has no edges table yet: nothing applied there).
+inline edge_set forward_edges(const shard_endpoint& s, const std::string& database) {
+    edge_set out;
+    auto rows = query_sql(s, "SELECT node_id, other_id FROM edges WHERE graph = 'g' AND direction = 0", database);
+    if (!rows) return out;
+    for (const auto& line : rows.value()) {
+        std::istringstream in(line);
+        std::int64_t a = 0, b = 0;
+        in >> a >> b;
+        out.emplace(a, b);
+    }
+    return out;
+}
+
+}  // namespace cairn::test
