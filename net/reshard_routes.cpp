@@ -173,14 +173,19 @@ asio::awaitable<std::variant<checked_split, response>> async_check_split(gateway
 struct half_counts {
     std::vector<shards::range_table_diff> tables;
     std::set<std::string, std::less<>> whole;  // tables copied whole (on every shard; cleaning keeps them)
-    std::uint64_t on_from = 0, on_to = 0;
+    std::uint64_t on_from = 0;  // every table's rows on the old owner (whole tables: all their rows)
+    std::uint64_t on_to = 0;    // the new shard's rows of the half, whole tables left out
 };
 
 // With marks, each side's applied marks tag its tables (verify: "applying" rather than "differs" while
 // the two shards have not applied the same ops).
+// target_only: the new shard alone (both sides read it), for the emptiness check of a split, which must
+// answer at once: counting the old owner's half is a scan of its tables (plan does it).
 asio::awaitable<core::result<half_counts>> async_count_half(gateway& gw, std::uint32_t from, std::uint32_t to,
-                                                            core::hash_range range, bool without_counters, bool marks) {
+                                                            core::hash_range range, bool without_counters, bool marks,
+                                                            bool target_only = false) {
     const auto ex = co_await asio::this_coro::executor;
+    if (target_only) from = to;
     shards::mariadb_conn source(ex, shards::conn_params_of(*gw.cfg, from));
     shards::mariadb_conn target(ex, shards::conn_params_of(*gw.cfg, to));
     if (auto r = co_await async_connect_checked(gw, source, from); !r) co_return r.error();
@@ -204,7 +209,9 @@ asio::awaitable<core::result<half_counts>> async_count_half(gateway& gw, std::ui
     h.tables = std::move(diff).value();
     for (const auto& t : h.tables) {
         h.on_from += t.rows_from;
-        h.on_to += t.rows_to;
+        // Whole tables (index definitions, counter op ids) are on every shard the gateways list, the
+        // new one included: they do not make it unfit.
+        if (!h.whole.contains(t.table)) h.on_to += t.rows_to;
     }
     co_return h;
 }
@@ -221,7 +228,7 @@ asio::awaitable<response> async_plan(gateway& gw, route_context& ctx, bool start
     if (auto* r = std::get_if<response>(&checked)) co_return std::move(*r);
     auto& c = std::get<checked_split>(checked);
     const auto range = c.after.range_of(c.new_shard);
-    auto counts = co_await async_count_half(gw, c.shard, c.new_shard, range, false, false);
+    auto counts = co_await async_count_half(gw, c.shard, c.new_shard, range, false, false, start);
     if (!counts) {
         co_return shards_problem(req, fmt::format("counting the moved half on shards {} and {}", c.shard, c.new_shard),
                                  counts.error());
@@ -241,14 +248,17 @@ asio::awaitable<response> async_plan(gateway& gw, route_context& ctx, bool start
     out["moved"] = {{"first", range.first}, {"last", range.last}};
     out["before"] = ranges_json(c.before);
     out["after"] = ranges_json(c.after);
+    // The old owner's half, counted by plan only (split answers at once: tables empty, rows null).
     json tables = json::array();
-    for (const auto& t : counts.value().tables) tables.push_back({{"table", t.table}, {"rows", t.rows_from}});
+    if (!start) {
+        for (const auto& t : counts.value().tables) tables.push_back({{"table", t.table}, {"rows", t.rows_from}});
+    }
     out["tables"] = tables;
-    out["rows"] = counts.value().on_from;
+    out["rows"] = start ? json(nullptr) : json(counts.value().on_from);
     const auto throttle = gw.lim.split_copy_rows_per_second_max;
     out["rows_per_second_max"] = throttle;
     // The copy reads every row of shard I's tables (both halves); at the throttle that takes this long.
-    out["copy_eta_s"] = throttle == 0 ? json(nullptr) : json(counts.value().on_from * 2 / throttle);
+    out["copy_eta_s"] = throttle == 0 || start ? json(nullptr) : json(counts.value().on_from * 2 / throttle);
     json gateways = json::array();
     for (const auto& l : c.st.leases) {
         if (l.active) gateways.push_back({{"node_id", l.node_id}, {"holder", l.holder}});

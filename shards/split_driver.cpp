@@ -259,8 +259,8 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
     const auto to = split.new_shard;
     if (to >= set_.size() || to >= cfg_.shards.size()) co_return core::errc::shard_rejected;  // the follower says why
     const auto range = split.map.range_of(to);
-    // What it waits for, logged once and kept on shard 0 for `cairn reshard status` (only once this
-    // driver holds the lock: before that, through the pool).
+    // What it waits for, logged once, and kept on shard 0 for `cairn reshard status` once this driver
+    // holds the lock (through the lock's connection; a gateway that does not drive publishes nothing).
     mariadb_conn* publisher = nullptr;
     const auto note = [this, &split, &publisher](std::string what) -> asio::awaitable<void> {
         if (what == last_note_) co_return;

@@ -221,8 +221,9 @@ void reshard_commands::add(CLI::App& app, const settings& s, std::function<int()
                 return exit_ok;
             }
             if (!s.json_out) {
-                std::cout << fmt::format("split started: map version {}, shard {} to shard {} ({} rows to copy)\n", version,
-                                         str(p["shard"]), str(p["new_shard"]), str(p["rows"]));
+                std::cout << fmt::format("split started: map version {}, shard {} to shard {} at {}; follow it with: cairn "
+                                         "reshard status --watch\n",
+                                         version, str(p["shard"]), str(p["new_shard"]), str(p["to"]));
             }
             if (!wait_) return exit_ok;
             const int code = watch_split(s, version, wait_timeout_s_);

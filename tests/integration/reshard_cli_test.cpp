@@ -177,6 +177,9 @@ TEST(reshard, the_cli_plans_refuses_cancels_and_splits_a_shard_under_writes) {
     auto dirty = run_cairn({"reshard", "plan", "--shard", "0", "--to", to}, url());
     EXPECT_EQ(dirty.code, 1);
     EXPECT_NE(dirty.err.find("already holds"), std::string::npos) << dirty.err;
+    auto dirty_split = run_cairn({"reshard", "split", "--shard", "0", "--to", to, "--yes"}, url());
+    EXPECT_EQ(dirty_split.code, 1) << "split checks the new shard too (without counting the old owner's half)";
+    EXPECT_NE(dirty_split.err.find("already holds"), std::string::npos) << dirty_split.err;
 
     // Emptied, throttled so that cleaning takes a few seconds: the split runs to the end under writes.
     ASSERT_EQ(gw->terminate(), 0) << gw->log_tail();
