@@ -1,6 +1,7 @@
 #include "shards/split_follower.hpp"
 
 #include "core/codec.hpp"
+#include "core/hlc.hpp"
 #include "core/log_task_end.hpp"
 #include "journal/journal.hpp"
 #include "shards/journal_await.hpp"
@@ -156,6 +157,28 @@ asio::awaitable<core::result<void>> split_follower::async_follow_once() {
     std::optional<std::uint64_t> adoption = view.adopted_from;
     if (active != nullptr && current->split() && current->version() == active->version && !adoption) {
         adoption = current->split()->adoption_seq;  // adopted here, not yet recorded on shard 0
+    }
+    if (active != nullptr && !adoption && active->state > split_state::adopting) {
+        // A gateway that joins after the adoption phase (started, or back from losing shard 0): since it
+        // started, its workers may have applied ops on the old owner under the old map after the copy read
+        // its rows, and the new shard would never get them (counter ops silently). Before reads move the
+        // split fails, and is started again; after, it can only go on, and this gateway says so loudly.
+        if (active->state < split_state::switched) {
+            const auto failed_now = co_await set_.at(0).async_read([&](mariadb_conn& c) -> asio::awaitable<core::result<void>> {
+                co_return co_await async_move_split(c, active->version, active->state, split_state::failed, core::system_wall_clock_ms());
+            });
+            if (!failed_now && failed_now.error() != core::errc::conflict) co_return failed_now.error();
+            if (failed_now) {
+                spdlog::error("routing: node {} joined map version {} while it was {}, without having adopted it: ops it "
+                              "applied on shard {} since it started may be missing on shard {}, so the split fails; start it "
+                              "again (cairn reshard split)",
+                              node, active->version, split_state_name(active->state), active->split_shard, active->new_shard);
+            }
+            co_return core::success();  // the next round follows the map in force
+        }
+        spdlog::error("routing: node {} joined map version {} after reads moved ({}), without having adopted it: ops it applied "
+                      "on shard {} under the old map since it started may be missing on shard {} (cairn reshard verify)",
+                      node, active->version, split_state_name(active->state), active->split_shard, active->new_shard);
     }
     if (active != nullptr && !adoption) {
         // Adopt: from the journal's next seq every shard's worker waits (the pending adoption) until

@@ -412,5 +412,63 @@ TEST(reshard, an_edge_waiting_in_the_old_owners_error_queue_reaches_the_new_shar
     EXPECT_EQ(gw.terminate(), 0) << gw.log_tail();
 }
 
+// A gateway that joins a split after its adoption phase (here: started while the copy runs) may have
+// applied ops on the old owner under the old map after the copy read them: before reads move, it fails
+// the split, which can be started again.
+TEST(reshard, a_gateway_that_joins_during_the_copy_fails_the_split) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    const std::string db4 = "cairn_reshard_late";
+    const std::string db4_n = "cairn_reshard_late_n";
+    fresh_database(db4);
+    fresh_database(db4_n);
+    const auto servers = test_shards();
+    const auto keys = pick_split_keys(20, 20);
+    cairnd_options oa;
+    oa.database = db4;
+    oa.shards = {servers[0], servers[1]};
+    oa.journal_dir = make_temp_dir("cairn-reshard-late");
+    {
+        cairnd_process first(oa);
+        ASSERT_TRUE(first.start()) << first.log_tail();
+        for (std::size_t i = 0; i < 20; ++i) {
+            ASSERT_TRUE(post_edge(first.port(), keys.upper[i], keys.on_one[i]));
+            ASSERT_TRUE(post_edge(first.port(), keys.lower[i], keys.on_one[i]));
+        }
+        ASSERT_TRUE(wait_applied(first.port(), 30s));
+        ASSERT_EQ(first.terminate(), 0) << first.log_tail();
+    }
+    oa.shards.push_back(servers[1]);
+    oa.shard_databases = {"", "", db4_n};
+    oa.extra_toml = "[limits]\nsplit_copy_rows_per_second_max = 5\n";  // the copy lasts while the second one starts
+    cairnd_process a(oa);
+    ASSERT_TRUE(a.start()) << a.log_tail();
+    const std::string to = fmt::format("{}:{}", servers[1].host, servers[1].port);
+    const std::map<std::string, std::string> env{{"CAIRN_URL", fmt::format("http://127.0.0.1:{}", a.port())}};
+    ASSERT_EQ(run_cairn({"reshard", "split", "--shard", "0", "--to", to, "--yes"}, env).code, 0);
+    const auto state = [&] {
+        auto st = run_cairn({"reshard", "status", "--json"}, env);
+        if (st.code != 0) return std::string("unanswered");
+        const auto j = st.json();
+        return j["split"].is_null() ? j["history"].back()["state"].get<std::string>() : j["split"]["state"].get<std::string>();
+    };
+    ASSERT_TRUE(wait_until([&] { return state() == "copying"; }, 60s)) << state() << a.log_tail(8000);
+    cairnd_options ob = oa;
+    ob.node_id = 2;
+    ob.journal_dir.clear();
+    cairnd_process b(ob);
+    ASSERT_TRUE(b.start()) << b.log_tail();
+    ASSERT_TRUE(wait_until([&] { return state() == "failed"; }, 30s)) << state() << b.log_tail(8000);
+    EXPECT_NE(b.log_tail(100000).find("joined map version 2 while it was copying"), std::string::npos) << b.log_tail(8000);
+    // Both route by the map in force again: a write of the half that was to move lands on shard 0.
+    ASSERT_TRUE(post_edge(b.port(), keys.upper[0], keys.on_one[0] + 777));
+    ASSERT_TRUE(wait_applied(b.port(), 30s));
+    EXPECT_EQ(count_rows(servers[0], db4,
+                         fmt::format("SELECT COUNT(*) FROM edges WHERE node_id = {} AND other_id = {}", keys.upper[0],
+                                     keys.on_one[0] + 777)),
+              1u);
+    EXPECT_EQ(b.terminate(), 0) << b.log_tail();
+    EXPECT_EQ(a.terminate(), 0) << a.log_tail();
+}
+
 }  // namespace
 }  // namespace cairn::test
