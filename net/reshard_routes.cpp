@@ -181,9 +181,9 @@ struct half_counts {
 // the two shards have not applied the same ops).
 // target_only: the new shard alone (both sides read it), for the emptiness check of a split, which must
 // answer at once: counting the old owner's half is a scan of its tables (plan does it).
-asio::awaitable<core::result<half_counts>> async_count_half(gateway& gw, std::uint32_t from, std::uint32_t to,
-                                                            core::hash_range range, bool without_counters, bool marks,
-                                                            bool target_only = false) {
+asio::awaitable<core::result<half_counts>> async_count_half_once(gateway& gw, std::uint32_t from, std::uint32_t to,
+                                                                 core::hash_range range, bool without_counters, bool marks,
+                                                                 bool target_only, std::string& why) {
     const auto ex = co_await asio::this_coro::executor;
     if (target_only) from = to;
     shards::mariadb_conn source(ex, shards::conn_params_of(*gw.cfg, from));
@@ -191,7 +191,10 @@ asio::awaitable<core::result<half_counts>> async_count_half(gateway& gw, std::ui
     if (auto r = co_await async_connect_checked(gw, source, from); !r) co_return r.error();
     if (auto r = co_await async_connect_checked(gw, target, to); !r) co_return r.error();
     auto plan = co_await shards::async_plan_range_copy(source, gw.cfg->counters, gw.cfg->cells);
-    if (!plan) co_return plan.error();
+    if (!plan) {
+        why = source.last_error();
+        co_return plan.error();
+    }
     if (without_counters) std::erase_if(plan.value(), [](const shards::copy_group& g) { return g.name == "counters"; });
     half_counts h;
     for (const auto& g : plan.value()) {
@@ -203,6 +206,7 @@ asio::awaitable<core::result<half_counts>> async_count_half(gateway& gw, std::ui
     o.chunk_rows = 5000;
     auto diff = co_await shards::async_diff_range(source, target, plan.value(), range, o,
                                                   marks ? "SELECT node_id, seq FROM applied_marks ORDER BY node_id" : "");
+    if (!diff) why = !source.last_error().empty() ? source.last_error() : target.last_error();
     source.close();
     target.close();
     if (!diff) co_return diff.error();
@@ -214,6 +218,20 @@ asio::awaitable<core::result<half_counts>> async_count_half(gateway& gw, std::ui
         if (!h.whole.contains(t.table)) h.on_to += t.rows_to;
     }
     co_return h;
+}
+
+// A snapshot that meets a table created after it began (a new shard's worker creating its tables just
+// after a start) fails with shard_retry: read again, a few times.
+// why: the shard's own words when it failed.
+asio::awaitable<core::result<half_counts>> async_count_half(gateway& gw, std::uint32_t from, std::uint32_t to,
+                                                            core::hash_range range, bool without_counters, bool marks,
+                                                            std::string& why, bool target_only = false) {
+    auto r = co_await async_count_half_once(gw, from, to, range, without_counters, marks, target_only, why);
+    for (int attempt = 1; attempt < 5 && !r && r.error() == core::errc::shard_retry; ++attempt) {
+        why.clear();
+        r = co_await async_count_half_once(gw, from, to, range, without_counters, marks, target_only, why);
+    }
+    co_return r;
 }
 
 json split_json(const shards::stored_map& m) {
@@ -228,9 +246,18 @@ asio::awaitable<response> async_plan(gateway& gw, route_context& ctx, bool start
     if (auto* r = std::get_if<response>(&checked)) co_return std::move(*r);
     auto& c = std::get<checked_split>(checked);
     const auto range = c.after.range_of(c.new_shard);
-    auto counts = co_await async_count_half(gw, c.shard, c.new_shard, range, false, false, start);
+    // Its worker creates the new shard's tables when it first connects: reading it before would meet
+    // tables that appear meanwhile.
+    if (!gw.shards.at(c.new_shard).up()) {
+        co_return refuse(req, problems::shard_unavailable,
+                         fmt::format("shard {} ({}) has not answered this gateway yet: try again once it is up (cairn status)",
+                                     c.new_shard, c.to));
+    }
+    std::string why;
+    auto counts = co_await async_count_half(gw, c.shard, c.new_shard, range, false, false, why, start);
     if (!counts) {
-        co_return shards_problem(req, fmt::format("counting the moved half on shards {} and {}", c.shard, c.new_shard),
+        co_return shards_problem(req, fmt::format("counting the moved half on shards {} and {}{}{}", c.shard, c.new_shard,
+                                                  why.empty() ? "" : " (", why.empty() ? "" : why + ")"),
                                  counts.error());
     }
     if (counts.value().on_to != 0) {
@@ -378,8 +405,13 @@ asio::awaitable<response> async_verify(gateway& gw, route_context& ctx) {
     // Counter sums differ by design while both hold the half (the new shard counts its increments from
     // the adoption alone); after cleaning, everything of the half is compared (the old owner must hold none).
     const bool cleaned = m->state >= shards::split_state::cleaning;
-    auto counts = co_await async_count_half(gw, m->split_shard, m->new_shard, range, !cleaned, !cleaned);
-    if (!counts) co_return shards_problem(req, "comparing the moved half", counts.error());
+    std::string why;
+    auto counts = co_await async_count_half(gw, m->split_shard, m->new_shard, range, !cleaned, !cleaned, why);
+    if (!counts) {
+        co_return shards_problem(req, fmt::format("comparing the moved half{}{}{}", why.empty() ? "" : " (", why,
+                                                  why.empty() ? "" : ")"),
+                                 counts.error());
+    }
     json tables = json::array();
     bool clean = true;
     for (const auto& t : counts.value().tables) {
@@ -432,14 +464,27 @@ asio::awaitable<response> async_cancel(gateway& gw, route_context& ctx) {
 
 }  // namespace
 
+// A gateway without its config (the unit tests' and fuzz targets' gateways) has no shard addresses.
+template <class Handler>
+auto needs_config(gateway& gw, Handler route) {
+    return [&gw, route](route_context& ctx) -> asio::awaitable<response> {
+        if (gw.cfg == nullptr) co_return refuse(ctx.req, problems::internal, "this gateway has no shard addresses to reshard with");
+        co_return co_await route(gw, ctx);
+    };
+}
+
 void add_reshard_routes(router& r, gateway& gw) {
     const auto admin = core::role::admin;
     const auto look = core::role::read;
-    r.add(http::verb::get, "/v1/admin/reshard", look, [&gw](route_context& ctx) { return async_status(gw, ctx); });
-    r.add(http::verb::post, "/v1/admin/reshard/plan", admin, [&gw](route_context& ctx) { return async_plan(gw, ctx, false); });
-    r.add(http::verb::post, "/v1/admin/reshard/split", admin, [&gw](route_context& ctx) { return async_plan(gw, ctx, true); });
-    r.add(http::verb::post, "/v1/admin/reshard/verify", admin, [&gw](route_context& ctx) { return async_verify(gw, ctx); });
-    r.add(http::verb::post, "/v1/admin/reshard/cancel", admin, [&gw](route_context& ctx) { return async_cancel(gw, ctx); });
+    r.add(http::verb::get, "/v1/admin/reshard", look, needs_config(gw, [](gateway& g, route_context& ctx) { return async_status(g, ctx); }));
+    r.add(http::verb::post, "/v1/admin/reshard/plan", admin,
+          needs_config(gw, [](gateway& g, route_context& ctx) { return async_plan(g, ctx, false); }));
+    r.add(http::verb::post, "/v1/admin/reshard/split", admin,
+          needs_config(gw, [](gateway& g, route_context& ctx) { return async_plan(g, ctx, true); }));
+    r.add(http::verb::post, "/v1/admin/reshard/verify", admin,
+          needs_config(gw, [](gateway& g, route_context& ctx) { return async_verify(g, ctx); }));
+    r.add(http::verb::post, "/v1/admin/reshard/cancel", admin,
+          needs_config(gw, [](gateway& g, route_context& ctx) { return async_cancel(g, ctx); }));
 }
 
 }  // namespace cairn::net

@@ -157,7 +157,7 @@ void add_api_routes(router& r, gateway& gw) {
     add_entity_routes(r, gw);
     add_index_routes(r, gw);
     add_admin_routes(r, gw);
-    if (gw.cfg != nullptr) add_reshard_routes(r, gw);  // needs the shards' addresses
+    add_reshard_routes(r, gw);
     add_replay_routes(r, gw);
     add_feed_routes(r, gw);
     add_asset_routes(r);

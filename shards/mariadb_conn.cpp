@@ -192,6 +192,7 @@ core::errc classify_mysql_error(unsigned err) noexcept {
     switch (err) {
         case ER_LOCK_DEADLOCK:
         case ER_LOCK_WAIT_TIMEOUT:
+        case ER_TABLE_DEF_CHANGED:  // a consistent snapshot met a table created after it began: read again
             return core::errc::shard_retry;
 
         case ER_STATEMENT_TIMEOUT:  // max_statement_time: the server's own deadline

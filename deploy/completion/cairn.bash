@@ -8,12 +8,13 @@ _cairn_global_options="-h --help --url --cacert --cert --key --token -c --config
 
 # The subcommands of each command path, keyed by the words that lead to it.
 declare -gA _cairn_subcommands=(
-  ["cairn"]="status dead errors apply trace journal replay index"
+  ["cairn"]="status dead errors apply trace journal replay index reshard"
   ["cairn dead"]="ls show edit reinject drop"
   ["cairn errors"]="ls retry-now"
   ["cairn apply"]="pause resume"
   ["cairn journal"]="stat check export import"
   ["cairn index"]="ls add drop clean verify status"
+  ["cairn reshard"]="plan split status verify cancel"
 )
 
 # The options of each command path (besides the global ones).
@@ -46,10 +47,16 @@ declare -gA _cairn_options=(
   ["cairn index clean"]="--rate --no-wait"
   ["cairn index verify"]="--repair --rate --no-wait"
   ["cairn index status"]="-w --watch --verify"
+  ["cairn reshard"]=""
+  ["cairn reshard plan"]="--shard --to"
+  ["cairn reshard split"]="--shard --to -y --yes --wait --wait-timeout"
+  ["cairn reshard status"]="-w --watch"
+  ["cairn reshard verify"]=""
+  ["cairn reshard cancel"]="-y --yes"
 )
 
 # Options followed by a value; the word after one of them is that value, not a command.
-_cairn_value_options=" --url --cacert --cert --key --token -c --config --timeout --shard --model --error --older-than --newer-than --limit --cursor --op --op-file --seq --dir --out --from-seq --to-seq --since --until --name --graph --kind --table --metric --key --file --rate --batch --wait-timeout --column --property --shard-on "
+_cairn_value_options=" --url --cacert --cert --key --token -c --config --timeout --shard --model --error --older-than --newer-than --limit --cursor --op --op-file --seq --dir --out --from-seq --to-seq --since --until --name --graph --kind --table --metric --key --file --rate --batch --wait-timeout --column --property --shard-on --to "
 
 _cairn() {
   local cur=${COMP_WORDS[COMP_CWORD]}

@@ -98,6 +98,7 @@ TEST(split_outage, a_split_whose_new_shard_stops_during_the_copy_copies_again_an
             std::this_thread::sleep_for(50ms);  // a steady trickle: the load's shape, not a wait
         }
     });
+    ASSERT_TRUE(wait_shard_up(gw.port(), 2)) << gw.log_tail(8000);
     auto started = http_post(gw.port(), "/v1/admin/reshard/split", fmt::format(R"({{"shard": 0, "to": "{}:{}"}})", b.host, b.port));
     ASSERT_TRUE(started && started->status == 202) << (started ? started->body : "no answer");
 

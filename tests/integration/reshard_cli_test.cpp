@@ -21,6 +21,8 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -120,6 +122,7 @@ TEST(reshard, the_cli_plans_refuses_cancels_and_splits_a_shard_under_writes) {
     EXPECT_EQ(no_yes.code, 4) << "no terminal to confirm on: " << no_yes.err;
 
     // The plan counts the moved half: the forward edges of the 30 upper sources live on shard 0.
+    ASSERT_TRUE(wait_shard_up(gw->port(), 2)) << gw->log_tail(8000);
     auto plan = run_cairn({"reshard", "plan", "--shard", "0", "--to", to, "--json"}, url());
     ASSERT_EQ(plan.code, 0) << plan.err;
     const json p = plan.json();
@@ -137,6 +140,7 @@ TEST(reshard, the_cli_plans_refuses_cancels_and_splits_a_shard_under_writes) {
     ASSERT_EQ(p["gateways"].size(), 1u);
 
     // A throttled split: its copy's progress shows in status; it is cancelled while copying.
+    ASSERT_TRUE(wait_shard_up(gw->port(), 2)) << gw->log_tail(8000);
     auto started = run_cairn({"reshard", "split", "--shard", "0", "--to", to, "--yes", "--json"}, url());
     ASSERT_EQ(started.code, 0) << started.err;
     EXPECT_EQ(started.json()["split"]["state"], "adopting");
@@ -214,6 +218,12 @@ TEST(reshard, the_cli_plans_refuses_cancels_and_splits_a_shard_under_writes) {
             std::this_thread::sleep_for(50ms);
         }
     });
+    // A failed assertion below must not leave the writer running (its thread would end the process).
+    const std::unique_ptr<void, std::function<void(void*)>> stop_writer(&writing, [&](void*) {
+        writing = false;
+        if (writer.joinable()) writer.join();
+    });
+    ASSERT_TRUE(wait_shard_up(gw->port(), 2)) << gw->log_tail(8000);
     auto split = run_cairn({"reshard", "split", "--shard", "0", "--to", to, "--yes"}, url());
     ASSERT_EQ(split.code, 0) << split.out << split.err << gw->log_tail(8000);
     EXPECT_NE(split.out.find("split started: map version 3"), std::string::npos) << split.out;
@@ -234,7 +244,7 @@ TEST(reshard, the_cli_plans_refuses_cancels_and_splits_a_shard_under_writes) {
     EXPECT_EQ(total_views(), views) << "counter sums of the moved half counted on both shards";
     auto watched = run_cairn({"reshard", "status", "--watch"}, url());
     writing = false;
-    writer.join();
+    if (writer.joinable()) writer.join();
     ASSERT_EQ(watched.code, 0) << watched.out << watched.err << gw->log_tail(8000);
     EXPECT_NE(watched.err.find("map version 3: retired"), std::string::npos) << watched.err;
     const auto log = gw->log_tail(200000);
@@ -294,6 +304,7 @@ TEST(reshard, a_gateway_that_lists_the_new_shard_elsewhere_does_not_adopt) {
     ASSERT_TRUE(b.start()) << b.log_tail();
     const std::string to = fmt::format("{}:{}", servers[1].host, servers[1].port);
     const std::map<std::string, std::string> env{{"CAIRN_URL", fmt::format("http://127.0.0.1:{}", a.port())}};
+    ASSERT_TRUE(wait_shard_up(a.port(), 2)) << a.log_tail(8000);
     auto started = run_cairn({"reshard", "split", "--shard", "0", "--to", to, "--yes"}, env);
     ASSERT_EQ(started.code, 0) << started.err;
     ASSERT_TRUE(wait_until([&] { return b.log_tail(100000).find("lists shard 2 at 127.0.0.2") != std::string::npos; }, 30s))
@@ -377,6 +388,7 @@ TEST(reshard, an_edge_waiting_in_the_old_owners_error_queue_reaches_the_new_shar
         30s))
         << gw.log_tail(8000);
     const std::string to = fmt::format("{}:{}", servers[1].host, servers[1].port);
+    ASSERT_TRUE(wait_shard_up(gw.port(), 2)) << gw.log_tail(8000);
     auto started = http_post(gw.port(), "/v1/admin/reshard/split", fmt::format(R"({{"shard": 0, "to": "{}"}})", to));
     ASSERT_TRUE(started && started->status == 202) << (started ? started->body : "no answer");
     // After the copy has read shard 0, the old owner may apply the edge.
@@ -444,6 +456,7 @@ TEST(reshard, a_gateway_that_joins_during_the_copy_fails_the_split) {
     ASSERT_TRUE(a.start()) << a.log_tail();
     const std::string to = fmt::format("{}:{}", servers[1].host, servers[1].port);
     const std::map<std::string, std::string> env{{"CAIRN_URL", fmt::format("http://127.0.0.1:{}", a.port())}};
+    ASSERT_TRUE(wait_shard_up(a.port(), 2)) << a.log_tail(8000);
     ASSERT_EQ(run_cairn({"reshard", "split", "--shard", "0", "--to", to, "--yes"}, env).code, 0);
     const auto state = [&] {
         auto st = run_cairn({"reshard", "status", "--json"}, env);

@@ -5,8 +5,13 @@
 #pragma once
 
 #include "core/shard_map.hpp"
+#include "tests/support/e2e.hpp"
+#include "tests/support/own_servers.hpp"
 #include "tests/support/test_shards.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include <chrono>
 #include <cstdint>
 #include <set>
 #include <sstream>
@@ -48,6 +53,19 @@ inline edge_set forward_edges(const shard_endpoint& s, const std::string& databa
         out.emplace(a, b);
     }
     return out;
+}
+
+// Waits until cairnd on port says shard `shard` is up (its worker connected and made its tables): a
+// split is refused before that.
+inline bool wait_shard_up(std::uint16_t port, std::size_t shard, std::chrono::seconds timeout = std::chrono::seconds(30)) {
+    return wait_until(
+        [&] {
+            auto r = http_get(port, "/v1/admin/status");
+            if (!r || r->status != 200) return false;
+            const auto j = nlohmann::json::parse(r->body, nullptr, false);
+            return j.is_object() && j["shards"].size() > shard && j["shards"][shard]["up"] == true;
+        },
+        timeout);
 }
 
 }  // namespace cairn::test

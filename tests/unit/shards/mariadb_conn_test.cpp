@@ -100,6 +100,7 @@ asio::awaitable<void> async_until_done(const side_statement& s, std::chrono::mil
 TEST(mariadb_conn, classify_mysql_error_maps_codes) {
     EXPECT_EQ(classify_mysql_error(1213), core::errc::shard_retry);  // ER_LOCK_DEADLOCK
     EXPECT_EQ(classify_mysql_error(1205), core::errc::shard_retry);  // ER_LOCK_WAIT_TIMEOUT
+    EXPECT_EQ(classify_mysql_error(1412), core::errc::shard_retry);  // ER_TABLE_DEF_CHANGED (a snapshot met a new table)
     EXPECT_EQ(classify_mysql_error(1644), core::errc::shard_rejected);  // SIGNAL
     EXPECT_EQ(classify_mysql_error(1406), core::errc::shard_rejected);  // data too long
     EXPECT_EQ(classify_mysql_error(1062), core::errc::shard_rejected);  // duplicate key
