@@ -46,6 +46,17 @@ constexpr std::string_view create_progress_sql = R"(CREATE TABLE IF NOT EXISTS s
   PRIMARY KEY (version)
 ) ENGINE=InnoDB COMMENT 'a split''s progress, for cairn reshard status (docs/resharding.md)')";
 
+constexpr std::string_view create_steps_sql = R"(CREATE TABLE IF NOT EXISTS shard_map_steps (
+  version INT UNSIGNED NOT NULL,
+  step VARCHAR(8) NOT NULL COMMENT 'copy or clean',
+  unit VARCHAR(200) NOT NULL COMMENT 'the copy group, or the table cleaned, that is done',
+  rows_read BIGINT UNSIGNED NOT NULL,
+  rows_done BIGINT UNSIGNED NOT NULL COMMENT 'of them, copied (or deleted)',
+  driver INT UNSIGNED NOT NULL COMMENT 'node id of the gateway that did it',
+  done_ms BIGINT UNSIGNED NOT NULL,
+  PRIMARY KEY (version, step, unit)
+) ENGINE=InnoDB COMMENT 'the parts of a split''s copy and clean that are done: a driver that restarts skips them (docs/resharding.md)')";
+
 constexpr std::array<std::string_view, 10> state_names{"planned",   "adopting", "copying", "catching_up", "verifying",
                                                        "switched",  "done",     "cleaning", "retired",    "failed"};
 
@@ -70,6 +81,7 @@ bool split_may_move(split_state from, split_state to) noexcept {
 asio::awaitable<core::result<void>> async_create_map_schema(mariadb_conn& conn) {
     if (auto r = co_await conn.async_execute(create_maps_sql); !r) co_return r;
     if (auto r = co_await conn.async_execute(create_progress_sql); !r) co_return r;
+    if (auto r = co_await conn.async_execute(create_steps_sql); !r) co_return r;
     co_return co_await conn.async_execute(create_adoptions_sql);
 }
 
@@ -238,6 +250,40 @@ asio::awaitable<core::result<std::optional<split_progress>>> async_read_progress
     p.started_ms = rows.uint64_at(0, 6);
     p.updated_ms = rows.uint64_at(0, 7);
     co_return p;
+}
+
+std::string_view split_step_name(split_step s) noexcept { return s == split_step::copy ? "copy" : "clean"; }
+
+asio::awaitable<core::result<void>> async_mark_step_done(mariadb_conn& conn, const step_done& d) {
+    const std::string unit = d.unit.substr(0, 200);
+    const std::array<sql_param, 7> params{std::uint64_t{d.version}, split_step_name(d.step), std::string_view(unit), d.rows_read,
+                                          d.rows_done, std::uint64_t{d.driver}, d.done_ms};
+    constexpr std::string_view sql =
+        "REPLACE INTO shard_map_steps (version, step, unit, rows_read, rows_done, driver, done_ms) VALUES (?, ?, ?, ?, ?, ?, ?)";
+    auto w = co_await conn.async_query_prepared(sql, params);
+    if (!w && tables_missing(conn)) {
+        if (auto c = co_await conn.async_execute(create_steps_sql); !c) co_return c;
+        w = co_await conn.async_query_prepared(sql, params);
+    }
+    if (!w) co_return w.error();
+    co_return core::success();
+}
+
+asio::awaitable<core::result<std::vector<step_done>>> async_steps_done(mariadb_conn& conn, std::uint32_t version, split_step step) {
+    const std::array<sql_param, 2> key{std::uint64_t{version}, split_step_name(step)};
+    auto r = co_await conn.async_query_prepared(
+        "SELECT unit, rows_read, rows_done, driver, done_ms FROM shard_map_steps WHERE version = ? AND step = ? ORDER BY done_ms",
+        key);
+    if (!r) {
+        if (tables_missing(conn)) co_return std::vector<step_done>{};
+        co_return r.error();
+    }
+    std::vector<step_done> out;
+    for (std::size_t i = 0; i < r.value().size(); ++i) {
+        out.push_back({version, step, std::string(r.value().at(i, 0).value_or("")), r.value().uint64_at(i, 1),
+                       r.value().uint64_at(i, 2), static_cast<std::uint32_t>(r.value().uint64_at(i, 3)), r.value().uint64_at(i, 4)});
+    }
+    co_return out;
 }
 
 }  // namespace cairn::shards

@@ -111,4 +111,24 @@ struct split_progress {
 [[nodiscard]] boost::asio::awaitable<core::result<std::optional<split_progress>>> async_read_progress(mariadb_conn& conn,
                                                                                                     std::uint32_t version);
 
+// The parts of a split's copy and clean that are done, so that a driver that restarts (or another
+// gateway that takes over) goes on where the last one was: a copy group (its tables copied from one
+// snapshot: a group is the unit a copy may restart at, docs/resharding.md) or a table cleaned.
+enum class split_step : std::uint8_t { copy, clean };
+[[nodiscard]] std::string_view split_step_name(split_step s) noexcept;
+struct step_done {
+    std::uint32_t version = 0;
+    split_step step = split_step::copy;
+    std::string unit;             // the copy group's name, or the cleaned table's
+    std::uint64_t rows_read = 0;  // source rows the part read
+    std::uint64_t rows_done = 0;  // of them, copied (or deleted)
+    std::uint32_t driver = 0;     // the gateway that did it
+    std::uint64_t done_ms = 0;
+};
+// Errors: the connection's. Creates its table if it is missing.
+[[nodiscard]] boost::asio::awaitable<core::result<void>> async_mark_step_done(mariadb_conn& conn, const step_done& d);
+// In the order they were done; empty if nothing is.
+[[nodiscard]] boost::asio::awaitable<core::result<std::vector<step_done>>> async_steps_done(mariadb_conn& conn, std::uint32_t version,
+                                                                                          split_step step);
+
 }  // namespace cairn::shards

@@ -348,7 +348,8 @@ asio::awaitable<core::result<std::vector<copy_group>>> async_plan_range_copy(mar
 asio::awaitable<core::result<range_copy_stats>> async_copy_range(mariadb_conn& from, mariadb_conn& to,
                                                                  const std::vector<copy_group>& groups, core::hash_range range,
                                                                  range_copy_options options,
-                                                                 std::function<void(const range_copy_progress&)> progress) {
+                                                                 std::function<void(const range_copy_progress&)> progress,
+                                                                 range_part_done done) {
     options.chunk_rows = std::clamp<std::size_t>(options.chunk_rows, 1, 10'000);
     auto target_tables = co_await async_tables_of(to);
     if (!target_tables) co_return target_tables.error();
@@ -363,6 +364,7 @@ asio::awaitable<core::result<range_copy_stats>> async_copy_range(mariadb_conn& f
         co_await async_wait_until(throttle, due, options);
     };
     for (const auto& g : groups) {
+        const range_copy_stats before = stats;
         auto r = co_await async_in_snapshot(from, [&]() -> asio::awaitable<core::result<void>> {
             for (const auto& t : g.tables) {
                 if (!target_tables.value().contains(t.name)) {
@@ -386,13 +388,15 @@ asio::awaitable<core::result<range_copy_stats>> async_copy_range(mariadb_conn& f
             co_return core::success();
         });
         if (!r) co_return r.error();
+        if (done) done({g.name, {}, stats.rows_read - before.rows_read, stats.rows_copied - before.rows_copied});
     }
     co_return stats;
 }
 
 asio::awaitable<core::result<range_copy_stats>> async_delete_range(mariadb_conn& conn, const std::vector<copy_group>& groups,
                                                                    core::hash_range range, range_copy_options options,
-                                                                   std::function<void(const range_copy_progress&)> progress) {
+                                                                   std::function<void(const range_copy_progress&)> progress,
+                                                                   range_part_done done) {
     options.chunk_rows = std::clamp<std::size_t>(options.chunk_rows, 1, 10'000);
     range_copy_stats stats;
     const auto started = std::chrono::steady_clock::now();
@@ -435,6 +439,7 @@ asio::awaitable<core::result<range_copy_stats>> async_delete_range(mariadb_conn&
                                              co_return core::success();
                                          });
             if (!s) co_return s.error();
+            if (done) done(p);
         }
     }
     co_return stats;

@@ -85,9 +85,13 @@ struct range_copy_options {
 struct range_copy_progress {
     std::string group;
     std::string table;
-    std::uint64_t rows_read = 0;    // of this table so far
+    std::uint64_t rows_read = 0;    // of this table so far (of the group, in a group's done)
     std::uint64_t rows_copied = 0;  // of them, in the range (or all, for a whole table)
 };
+
+// Told when a part of the work is done for good: by the copy, each group once its snapshot's rows are
+// written (table empty; the counts are the group's); by the delete, each table.
+using range_part_done = std::function<void(const range_copy_progress&)>;
 
 struct range_copy_stats {
     std::uint64_t rows_read = 0;
@@ -99,7 +103,7 @@ struct range_copy_stats {
 // every chunk. Errors: those of mariadb_conn (the source's snapshot is rolled back).
 [[nodiscard]] boost::asio::awaitable<core::result<range_copy_stats>> async_copy_range(
     mariadb_conn& from, mariadb_conn& to, const std::vector<copy_group>& groups, core::hash_range range,
-    range_copy_options options, std::function<void(const range_copy_progress&)> progress = {});
+    range_copy_options options, std::function<void(const range_copy_progress&)> progress = {}, range_part_done done = {});
 
 // Deletes the rows of `range` of every routed table of groups on conn (whole tables stay): what a split's
 // old owner does once no gateway writes or reads the moved half there any more (docs/resharding.md,
@@ -108,7 +112,7 @@ struct range_copy_stats {
 // deleted). Errors: those of mariadb_conn; what was deleted stays deleted, and running it again finishes.
 [[nodiscard]] boost::asio::awaitable<core::result<range_copy_stats>> async_delete_range(
     mariadb_conn& conn, const std::vector<copy_group>& groups, core::hash_range range, range_copy_options options,
-    std::function<void(const range_copy_progress&)> progress = {});
+    std::function<void(const range_copy_progress&)> progress = {}, range_part_done done = {});
 
 // One table's rows of the range on both shards: how many, and an order-free checksum of their copied
 // columns (the sum of each row's hash, mod 2^64).

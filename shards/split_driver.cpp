@@ -119,6 +119,49 @@ asio::awaitable<void> split_driver::async_publish(mariadb_conn& conn, std::uint3
     } else if (r) {
         publish_failed_ = false;
     }
+    while (!parts_done_.empty()) {
+        if (auto w = co_await async_mark_step_done(conn, parts_done_.front()); !w) {
+            spdlog::warn("split: marking {} {} done on shard 0 failed: {} (tried again with the next progress)",
+                         split_step_name(parts_done_.front().step), parts_done_.front().unit, w.error().message());
+            break;
+        }
+        parts_done_.erase(parts_done_.begin());
+    }
+}
+
+asio::awaitable<core::result<void>> split_driver::async_skip_done(mariadb_conn& conn, std::uint32_t version, split_step step,
+                                                                  std::vector<copy_group>& plan) {
+    parts_done_.clear();
+    auto done = co_await async_steps_done(conn, version, step);
+    if (!done) co_return done.error();
+    std::set<std::string, std::less<>> units;
+    for (const auto& d : done.value()) units.insert(d.unit);
+    std::vector<std::string> skipped;
+    for (auto& g : plan) {
+        if (step == split_step::copy) {
+            if (units.contains(g.name)) skipped.push_back(g.name);
+            continue;
+        }
+        std::erase_if(g.tables, [&](const copy_table& t) {
+            if (t.route == route_by::whole || !units.contains(t.name)) return false;
+            skipped.push_back(t.name);
+            return true;
+        });
+    }
+    if (step == split_step::copy) std::erase_if(plan, [&](const copy_group& g) { return units.contains(g.name); });
+    if (!skipped.empty()) {
+        spdlog::info("split: map version {}: resuming the {}: {} done by an earlier run", version, split_step_name(step),
+                     fmt::join(skipped, ", "));
+    }
+    co_return core::success();
+}
+
+void split_driver::on_part_done(std::uint32_t version, split_step step, const range_copy_progress& p) {
+    const auto& unit = step == split_step::copy ? p.group : p.table;
+    spdlog::info("split: map version {}: {} of {} done ({} rows read, {} {})", version, split_step_name(step), unit, p.rows_read,
+                 p.rows_copied, step == split_step::copy ? "copied" : "deleted");
+    parts_done_.push_back({version, step, unit, p.rows_read, p.rows_copied, node_id_, core::system_wall_clock_ms()});
+    if (ticker_ != nullptr) ticker_->cancel();  // written now rather than at the next tick
 }
 
 asio::awaitable<void> split_driver::async_start_step(mariadb_conn& source, const std::vector<copy_group>& plan,
@@ -162,13 +205,15 @@ void split_driver::on_chunk(const range_copy_progress& p, std::string_view verb)
 }
 
 asio::awaitable<core::result<range_copy_stats>> split_driver::async_publishing(
-    mariadb_conn& conn, std::uint32_t version, const std::function<asio::awaitable<core::result<range_copy_stats>>()>& step) {
+    mariadb_conn& conn, std::uint32_t version, split_state state,
+    const std::function<asio::awaitable<core::result<range_copy_stats>>()>& step) {
     // A ticker on this strand writes the progress every 2 s while the step runs (the lock's connection
     // is idle meanwhile); the step's end stops it, and it is awaited before conn may go.
     bool running = true;
     bool ticker_ended = false;
     asio::steady_timer tick(strand_);
     asio::steady_timer ended(strand_, asio::steady_timer::time_point::max());
+    ticker_ = &tick;
     co_await async_publish(conn, version);
     asio::co_spawn(
         strand_,
@@ -179,13 +224,26 @@ asio::awaitable<core::result<range_copy_stats>> split_driver::async_publishing(
                 co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
                 if (!running) break;
                 co_await async_publish(conn, version);
+                // A split cancelled (moved to failed) while this runs: its copy stops at the next chunk.
+                if (auto maps = co_await async_read_maps(conn); maps && running) {
+                    const auto it = std::find_if(maps.value().begin(), maps.value().end(),
+                                                 [&](const stored_map& m) { return m.version == version; });
+                    if (it == maps.value().end() || it->state != state) {
+                        spdlog::warn("split: map version {} moved to {} while the driver was in {}: stopping", version,
+                                     it == maps.value().end() ? std::string_view("(gone)") : split_state_name(it->state),
+                                     split_state_name(state));
+                        abandoned_ = true;
+                    }
+                }
             }
             ticker_ended = true;
             ended.cancel();
         },
         asio::detached);
+    abandoned_ = false;
     auto r = co_await step();
     running = false;
+    ticker_ = nullptr;
     tick.cancel();
     if (!ticker_ended) {
         core::error_code ec;
@@ -198,7 +256,7 @@ asio::awaitable<core::result<range_copy_stats>> split_driver::async_publishing(
 range_copy_options split_driver::step_options(bool throttled) {
     range_copy_options o;
     o.chunk_rows = opts_.copy_chunk_rows;
-    o.stop_requested = [this] { return stopping_.load(); };
+    o.stop_requested = [this] { return stopping_.load() || abandoned_; };
     if (throttled && opts_.copy_rows_per_second_max > 0) {
         o.rows_per_second_max = opts_.copy_rows_per_second_max;
         // A chunk at most a second's worth of the throttle: smooth progress, prompt stops.
@@ -347,17 +405,23 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
             const live_conns live(*this, {&source, &target});
             auto plan = co_await async_open_pair(source, from, target, to);
             if (!plan) co_return plan.error();
+            if (auto r = co_await async_skip_done(lock, split.version, split_step::copy, plan.value()); !r) co_return r;
             const range_copy_options o = step_options(true);
             co_await async_start_step(source, plan.value(), fmt::format("copying shard {}'s hashes {}..{} to shard {}", from,
                                                                          range.first, range.last, to));
-            auto copied = co_await async_publishing(lock, split.version, [&]() {
-                return async_copy_range(source, target, plan.value(), range, o,
-                                        [this](const range_copy_progress& p) { on_chunk(p, "copying"); });
+            auto copied = co_await async_publishing(lock, split.version, split.state, [&]() {
+                return async_copy_range(
+                    source, target, plan.value(), range, o, [this](const range_copy_progress& p) { on_chunk(p, "copying"); },
+                    [this, &split](const range_copy_progress& p) { on_part_done(split.version, split_step::copy, p); });
             });
             source.close();
             target.close();
+            if (!copied && abandoned_) {
+                spdlog::info("split: map version {}: the copy stopped: the split left copying", split.version);
+                co_return core::success();
+            }
             if (!copied) co_return copied.error();
-            spdlog::info("split: map version {}: copied {} rows ({} read)", split.version, copied.value().rows_copied,
+            spdlog::info("split: map version {}: copied {} rows ({} read) in this run", split.version, copied.value().rows_copied,
                          copied.value().rows_read);
             co_return co_await move_to(split_state::catching_up);
         }
@@ -465,14 +529,20 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
             if (auto r = co_await async_connect_checked(source, from); !r) co_return r;
             auto plan = co_await async_plan_range_copy(source, cfg_.counters, cfg_.cells);
             if (!plan) co_return plan.error();
+            if (auto r = co_await async_skip_done(lock, split.version, split_step::clean, plan.value()); !r) co_return r;
             const range_copy_options o = step_options(true);
             co_await async_start_step(source, plan.value(), fmt::format("deleting shard {}'s rows of hashes {}..{}", from,
                                                                          range.first, range.last));
-            auto deleted = co_await async_publishing(lock, split.version, [&]() {
-                return async_delete_range(source, plan.value(), range, o,
-                                          [this](const range_copy_progress& p) { on_chunk(p, "deleting"); });
+            auto deleted = co_await async_publishing(lock, split.version, split.state, [&]() {
+                return async_delete_range(
+                    source, plan.value(), range, o, [this](const range_copy_progress& p) { on_chunk(p, "deleting"); },
+                    [this, &split](const range_copy_progress& p) { on_part_done(split.version, split_step::clean, p); });
             });
             source.close();
+            if (!deleted && abandoned_) {
+                spdlog::info("split: map version {}: the clean stopped: the split left cleaning", split.version);
+                co_return core::success();
+            }
             if (!deleted) co_return deleted.error();
             spdlog::info("split: map version {}: deleted shard {}'s {} rows of the moved half ({} read)", split.version, from,
                          deleted.value().rows_copied, deleted.value().rows_read);

@@ -81,9 +81,15 @@ private:
     // A copy or clean starts: progress from 0, with the source's estimate of the rows it reads.
     boost::asio::awaitable<void> async_start_step(mariadb_conn& source, const std::vector<copy_group>& plan, std::string what);
     void on_chunk(const range_copy_progress& p, std::string_view verb);
-    // Runs step, publishing the progress through conn every 2 s meanwhile.
+    // What a copy or clean still has to do: the plan without the parts done by an earlier run (read
+    // through conn, shard 0), each of them logged. A part done while it runs is marked by on_part_done.
+    boost::asio::awaitable<core::result<void>> async_skip_done(mariadb_conn& conn, std::uint32_t version, split_step step,
+                                                               std::vector<copy_group>& plan);
+    void on_part_done(std::uint32_t version, split_step step, const range_copy_progress& p);
+    // Runs step, publishing the progress (and the parts done) through conn every 2 s meanwhile, and
+    // stopping it if the split leaves `state` meanwhile (cancelled).
     boost::asio::awaitable<core::result<range_copy_stats>> async_publishing(
-        mariadb_conn& conn, std::uint32_t version,
+        mariadb_conn& conn, std::uint32_t version, split_state state,
         const std::function<boost::asio::awaitable<core::result<range_copy_stats>>()>& step);
 
     boost::asio::strand<boost::asio::any_io_executor> strand_;
@@ -102,6 +108,12 @@ private:
     // On the strand: what status shows, and the sums behind it (the copy's progress counts per table).
     split_progress progress_;
     bool publish_failed_ = false;
+    // On the strand: parts done, not yet written to shard 0 (the next publish writes them; one lost
+    // is done again by the next run). ticker_: the running step's publish timer, woken by a part done.
+    std::vector<step_done> parts_done_;
+    boost::asio::steady_timer* ticker_ = nullptr;
+    // On the strand: the split left the state the running step is for (cancelled): the step stops.
+    bool abandoned_ = false;
     std::uint64_t step_read_ = 0, step_done_ = 0, table_read_ = 0, table_done_ = 0;
     std::chrono::steady_clock::time_point last_chunk_log_{};
 };

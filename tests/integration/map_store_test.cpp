@@ -127,5 +127,40 @@ TEST(map_store, one_proposal_wins_and_states_move_from_what_the_mover_read) {
     EXPECT_NE(why.find("version 4"), std::string::npos) << why;
 }
 
+// The parts of a copy and clean that are done (a restarted driver skips them): none before the
+// table exists, each kept per version and step, a part marked again overwritten, not doubled.
+TEST(map_store, the_parts_of_a_split_that_are_done_are_kept_per_version_and_step) {
+    CAIRN_REQUIRE_SHARDS(1u);
+    fresh_database(db);
+    asio::io_context ioc;
+    shards::mariadb_conn c(ioc.get_executor(), params_for(test_shards()[0], db));
+    ASSERT_TRUE(run_on(ioc, c.async_connect()));
+    using shards::split_step;
+    auto none = run_on(ioc, shards::async_steps_done(c, 2, split_step::copy));
+    ASSERT_TRUE(none.has_value()) << "no table yet: nothing done";
+    EXPECT_TRUE(none.value().empty());
+    ASSERT_TRUE(run_on(ioc, shards::async_mark_step_done(c, {2, split_step::copy, "edges", 10, 4, 1, 1000})));
+    ASSERT_TRUE(run_on(ioc, shards::async_mark_step_done(c, {2, split_step::copy, "entities", 7, 3, 1, 2000})));
+    ASSERT_TRUE(run_on(ioc, shards::async_mark_step_done(c, {2, split_step::clean, "edges", 10, 4, 1, 3000})));
+    ASSERT_TRUE(run_on(ioc, shards::async_mark_step_done(c, {3, split_step::copy, "counters", 1, 1, 2, 4000})));
+    ASSERT_TRUE(run_on(ioc, shards::async_mark_step_done(c, {2, split_step::copy, "edges", 12, 5, 2, 5000})));  // again
+    auto copy = run_on(ioc, shards::async_steps_done(c, 2, split_step::copy));
+    ASSERT_TRUE(copy.has_value());
+    ASSERT_EQ(copy.value().size(), 2u);
+    EXPECT_EQ(copy.value()[0].unit, "entities");
+    EXPECT_EQ(copy.value()[1].unit, "edges");
+    EXPECT_EQ(copy.value()[1].rows_read, 12u);
+    EXPECT_EQ(copy.value()[1].rows_done, 5u);
+    EXPECT_EQ(copy.value()[1].driver, 2u);
+    auto clean = run_on(ioc, shards::async_steps_done(c, 2, split_step::clean));
+    ASSERT_TRUE(clean.has_value());
+    ASSERT_EQ(clean.value().size(), 1u);
+    EXPECT_EQ(clean.value()[0].step, split_step::clean);
+    auto other = run_on(ioc, shards::async_steps_done(c, 3, split_step::copy));
+    ASSERT_TRUE(other.has_value());
+    ASSERT_EQ(other.value().size(), 1u);
+    EXPECT_EQ(other.value()[0].unit, "counters");
+}
+
 }  // namespace
 }  // namespace cairn::test

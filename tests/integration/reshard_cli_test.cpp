@@ -175,6 +175,11 @@ TEST(reshard, the_cli_plans_refuses_cancels_and_splits_a_shard_under_writes) {
     ASSERT_EQ(after_cancel.code, 0);
     EXPECT_TRUE(after_cancel.json()["split"].is_null());
     EXPECT_EQ(after_cancel.json()["history"].back()["state"], "failed");
+    // The driver stops the cancelled split's copy at its next progress tick, not at the copy's end.
+    EXPECT_TRUE(wait_until([&] { return gw->log_tail(1 << 20).find("the copy stopped: the split left copying") != std::string::npos; },
+                           15s))
+        << gw->log_tail(8000);
+    EXPECT_EQ(gw->log_tail(1 << 20).find("rows read) in this run"), std::string::npos) << "the cancelled copy ran to its end";
 
     // The new shard holds rows of the half now (the cancelled copy's): refused until it is emptied.
     ASSERT_GE(count_rows(servers[1], db_n, "SELECT COUNT(*) FROM edges"), 1u);

@@ -203,23 +203,33 @@ TEST(split, two_gateways_split_a_shard_under_reads_and_writes_and_a_restart_duri
     a_opts.node_id = 1;
     a_opts.shards = {servers[0], servers[1]};
     a_opts.journal_dir = make_temp_dir("cairn-split2-a");
+    a_opts.extra_toml = "[entities]\nkinds = [\"user\"]\n";
     std::mutex mu;
     edge_set acked;
+    constexpr int entities = 3'000;
+    const auto entity_id = [](int i) { return fmt::format("00000000-0000-0000-0000-{:012x}", i + 1); };
     {
         cairnd_process first(a_opts);
         ASSERT_TRUE(first.start()) << first.log_tail();
-        // Enough rows that a copy of 500 rows per second runs for a few seconds.
+        // Enough rows that a copy of 500 rows per second runs for a few seconds in each of its two
+        // groups (edges, then entities): A restarts once the edges are copied, and the copy goes on
+        // with the entities (docs/resharding.md: a copy resumes at the group where it was).
         for (std::uint64_t k = 0; k < 1'500; ++k) {
             const auto e = edge_of(k);
             ASSERT_TRUE(post_edge(first.port(), e.first, e.second));
             acked.insert(e);
+        }
+        http_connection conn(first.port());
+        for (int i = 0; i < entities; ++i) {
+            auto w = conn.send("PUT", "/v1/entities/user/" + entity_id(i), fmt::format(R"({{"n": {}}})", i));
+            ASSERT_TRUE(w && w->status == 202) << (w ? w->body : "no answer");
         }
         ASSERT_TRUE(wait_applied(first.port(), 60s));
         ASSERT_EQ(first.terminate(), 0) << first.log_tail();
     }
     a_opts.shards.push_back(servers[1]);
     a_opts.shard_databases = {"", "", db2_n};
-    a_opts.extra_toml = "[limits]\nsplit_copy_rows_per_second_max = 500\n";
+    a_opts.extra_toml += "[limits]\nsplit_copy_rows_per_second_max = 500\n";
     cairnd_options b_opts = a_opts;
     b_opts.node_id = 2;
     b_opts.journal_dir = make_temp_dir("cairn-split2-b");
@@ -280,8 +290,14 @@ TEST(split, two_gateways_split_a_shard_under_reads_and_writes_and_a_restart_duri
         auto r = query_sql(servers[0], "SELECT state FROM shard_maps WHERE version = 2", db2);
         return r && !r.value().empty() ? r.value().front() : std::string();
     };
-    // The copy runs on A (node 1, the lowest live); A restarts in the middle of it.
-    const bool copying = wait_until([&] { return state() == "copying"; }, 60s);
+    // The copy runs on A (node 1, the lowest live); A restarts in the middle of it, once the edges
+    // group is copied (marked on shard 0) and while the entities are.
+    const auto edges_copied = [&] {
+        auto r = query_sql(servers[0], "SELECT COUNT(*) FROM shard_map_steps WHERE version = 2 AND step = 'copy' AND unit = 'edges'", db2);
+        return r && !r.value().empty() && r.value().front() == "1";
+    };
+    const bool copying = wait_until([&] { return state() == "copying" && edges_copied(); }, 60s);
+    const std::string state_at_restart = state();
     if (copying) {
         ++restart_epoch;
         EXPECT_EQ(a.terminate(), 0) << a.log_tail();
@@ -292,7 +308,8 @@ TEST(split, two_gateways_split_a_shard_under_reads_and_writes_and_a_restart_duri
     running = false;
     wa.join();
     wb.join();
-    ASSERT_TRUE(copying) << "the split never copied; it is " << state() << "; " << a.log_tail(8000);
+    ASSERT_TRUE(copying) << "the split never copied the edges; it is " << state() << "; " << a.log_tail(8000);
+    ASSERT_EQ(state_at_restart, "copying") << "the copy ended before A restarted: raise the rows or lower the throttle";
     ASSERT_TRUE(ended) << "the split is " << state() << "; A: " << a.log_tail(6000) << "; B: " << b.log_tail(6000);
     ASSERT_EQ(state(), "retired") << a.log_tail(8000) << b.log_tail(8000);
     ASSERT_TRUE(failure.empty()) << failure;
@@ -320,6 +337,28 @@ TEST(split, two_gateways_split_a_shard_under_reads_and_writes_and_a_restart_duri
     }
     const auto log_a = a.log_tail(400000) + b.log_tail(400000);
     EXPECT_NE(log_a.find("-> retired"), std::string::npos);
+    // The driver after the restart (A again, or B while A was down) went on with the entities: the
+    // edges were copied once.
+    EXPECT_NE(log_a.find("resuming the copy: edges done by an earlier run"), std::string::npos) << log_a.substr(0, 20000);
+    std::size_t edge_copies = 0;
+    for (auto at = log_a.find("copy of edges done"); at != std::string::npos; at = log_a.find("copy of edges done", at + 1)) ++edge_copies;
+    EXPECT_EQ(edge_copies, 1u);
+    // Every entity is on exactly one shard (the moved half on the new one, cleaned from the old) and reads back.
+    std::int64_t held = 0;
+    for (const auto& [server, database] : {std::pair{servers[0], db2}, std::pair{servers[1], db2}, std::pair{servers[1], db2_n}}) {
+        auto r = query_sql(server, "SELECT COUNT(*) FROM entities", database);
+        ASSERT_TRUE(r && !r.value().empty());
+        if (database == db2_n) {
+            EXPECT_GT(std::stoll(r.value().front()), entities / 10);
+        }
+        held += std::stoll(r.value().front());
+    }
+    EXPECT_EQ(held, entities);
+    for (int i = 0; i < entities; i += 37) {
+        auto r = http_get((i % 2 ? a : b).port(), "/v1/entities/user/" + entity_id(i));
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, 200) << entity_id(i) << ": " << r->body;
+    }
     // Counts equal the rows (exact), read through either gateway.
     const auto all_edges = [&] {
         auto x = forward_edges(servers[1], db2_n);
