@@ -6,6 +6,7 @@
 #include "indexing/index_registry.hpp"
 #include "indexing/indexed_objects.hpp"
 #include "journal/journal.hpp"
+#include "net/detail/answers.hpp"
 #include "net/detail/applied_wait.hpp"
 #include "net/detail/body_fields.hpp"
 #include "net/detail/body_json.hpp"
@@ -39,9 +40,11 @@ namespace {
 
 namespace asio = boost::asio;
 using json = nlohmann::json;
+using detail::answer;
+using detail::body_fields;
 using detail::op_json;
 using detail::parse_edited_op;
-using detail::body_fields;
+using detail::refuse;
 using detail::take;
 
 constexpr std::size_t dead_page_limit_default = 100;
@@ -63,14 +66,7 @@ constexpr std::string_view pause_fields[] = {"shard", "all"};
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-response answer(const request& req, const json& j, http::status status = http::status::ok) {
-    return json_response(status, dump(j), req);
-}
-
-response not_found(const request& req, std::string_view detail) {
-    return problem(problems::not_found, detail, std::nullopt, req.version(),
-                   req.keep_alive());
-}
+response not_found(const request& req, std::string_view detail) { return refuse(req, problems::not_found, detail); }
 
 // A failed journal read or commit. The admin writes go through the same writer as client writes.
 response journal_problem(const request& req, const core::error_code& ec) {

@@ -7,6 +7,7 @@
 #include "indexing/index_registry.hpp"
 #include "indexing/indexed_objects.hpp"
 #include "journal/journal.hpp"
+#include "net/detail/answers.hpp"
 #include "net/detail/applied_wait.hpp"
 #include "net/detail/journal_write.hpp"
 #include "net/gateway.hpp"
@@ -32,6 +33,7 @@ namespace {
 
 namespace asio = boost::asio;
 using json = nlohmann::json;
+using detail::answer;
 
 constexpr std::uint64_t u64_max = std::numeric_limits<std::uint64_t>::max();
 constexpr std::size_t scan_max_default = 10'000;  // journal ops one replay request reads at most
@@ -246,10 +248,6 @@ asio::awaitable<std::optional<core::error_code>> async_append_replayed(gateway& 
         done += n;
     }
     co_return std::nullopt;
-}
-
-response answer(const request& req, const json& j) {
-    return json_response(http::status::ok, j.dump(-1, ' ', false, json::error_handler_t::replace), req);
 }
 
 // POST /v1/admin/replay: scans at most scan_max ops of this journal from from_seq.

@@ -2,6 +2,7 @@
 
 #include "core/config.hpp"
 #include "core/hlc.hpp"
+#include "net/detail/answers.hpp"
 #include "net/detail/applied_wait.hpp"
 #include "net/detail/body_fields.hpp"
 #include "net/gateway.hpp"
@@ -32,20 +33,13 @@ namespace {
 
 namespace asio = boost::asio;
 using json = nlohmann::json;
+using detail::answer;
 using detail::body_fields;
+using detail::refuse;
 using detail::take;
 
 constexpr std::string_view split_fields[] = {"shard", "to"};
 constexpr std::string_view no_fields[] = {""};
-
-response answer(const request& req, const json& j, http::status status = http::status::ok) {
-    return json_response(status, j.dump(-1, ' ', false, json::error_handler_t::replace), req);
-}
-
-response refuse(const request& req, const problem_type& type, std::string_view detail,
-                std::optional<std::string_view> field = std::nullopt) {
-    return problem(type, detail, field, req.version(), req.keep_alive());
-}
 
 response shards_problem(const request& req, std::string_view what, const core::error_code& ec) {
     return refuse(req, problems::shard_unavailable, fmt::format("{}: {}", what, ec.message()));
@@ -101,18 +95,6 @@ json ranges_json(const core::shard_map& map) {
     return out;
 }
 
-std::string address_of(const core::shard_config& s) { return fmt::format("{}:{}", s.host, s.port); }
-
-// A connection of the request's own to shard i, checked as the driver checks its own.
-asio::awaitable<core::result<void>> async_connect_checked(gateway& gw, shards::mariadb_conn& conn, core::shard_index i) {
-    if (auto r = co_await conn.async_connect(); !r) co_return r;
-    if (auto why = co_await shards::async_check_shard_identity(conn, i, static_cast<std::uint32_t>(gw.cfg->shards.size()));
-        !why.empty()) {
-        co_return core::errc::shard_rejected;
-    }
-    co_return core::success();
-}
-
 // A split request's checks, shared by plan and split: what it would do, or the answer that refuses it.
 struct checked_split {
     shard0_state st;
@@ -160,9 +142,9 @@ asio::awaitable<std::variant<checked_split, response>> async_check_split(gateway
                                      c.new_shard, listed.size(), c.to, c.new_shard),
                          "to");
     }
-    if (address_of(listed[c.new_shard]) != c.to) {
+    if (gw.shards.address(c.new_shard) != c.to) {
         co_return refuse(req, problems::split_not_ready,
-                         fmt::format("this gateway lists shard {} at {}, not {}", c.new_shard, address_of(listed[c.new_shard]), c.to),
+                         fmt::format("this gateway lists shard {} at {}, not {}", c.new_shard, gw.shards.address(c.new_shard), c.to),
                          "to");
     }
     co_return c;
@@ -188,8 +170,8 @@ asio::awaitable<core::result<half_counts>> async_count_half_once(gateway& gw, st
     if (target_only) from = to;
     shards::mariadb_conn source(ex, shards::conn_params_of(*gw.cfg, from));
     shards::mariadb_conn target(ex, shards::conn_params_of(*gw.cfg, to));
-    if (auto r = co_await async_connect_checked(gw, source, from); !r) co_return r.error();
-    if (auto r = co_await async_connect_checked(gw, target, to); !r) co_return r.error();
+    if (auto r = co_await shards::async_connect_checked(source, from, static_cast<std::uint32_t>(gw.shards.size())); !r) co_return r.error();
+    if (auto r = co_await shards::async_connect_checked(target, to, static_cast<std::uint32_t>(gw.shards.size())); !r) co_return r.error();
     auto plan = co_await shards::async_plan_range_copy(source, gw.cfg->counters, gw.cfg->cells);
     if (!plan) {
         why = source.last_error();
@@ -379,16 +361,24 @@ asio::awaitable<response> async_status(gateway& gw, route_context& ctx) {
     co_return answer(req, out);
 }
 
-asio::awaitable<response> async_verify(gateway& gw, route_context& ctx) {
-    const auto& req = ctx.req;
+// What shard 0 says, for a request that takes no body (verify, cancel); or the answer that refuses it.
+asio::awaitable<std::variant<shard0_state, response>> async_read_for_bodyless(gateway& gw, const request& req) {
     body_fields b;
     if (auto e = b.parse(req.body(), no_fields)) co_return detail::bad_field(req, e->field, e->detail);
     auto read = co_await async_read_shard0(gw);
     if (!read) co_return shards_problem(req, "reading the map on shard 0", read.error());
+    co_return std::move(read).value();
+}
+
+asio::awaitable<response> async_verify(gateway& gw, route_context& ctx) {
+    const auto& req = ctx.req;
+    auto read = co_await async_read_for_bodyless(gw, req);
+    if (auto* refused = std::get_if<response>(&read)) co_return std::move(*refused);
+    const auto& st = std::get<shard0_state>(read);
     // The split under way, or else the newest that did not fail (a retired split: what is left on I).
-    std::optional<shards::stored_map> m = read.value().open;
+    std::optional<shards::stored_map> m = st.open;
     if (!m) {
-        for (const auto& v : read.value().maps) {
+        for (const auto& v : st.maps) {
             if (v.state != shards::split_state::failed) m = v;
         }
     }
@@ -437,12 +427,11 @@ asio::awaitable<response> async_verify(gateway& gw, route_context& ctx) {
 
 asio::awaitable<response> async_cancel(gateway& gw, route_context& ctx) {
     const auto& req = ctx.req;
-    body_fields b;
-    if (auto e = b.parse(req.body(), no_fields)) co_return detail::bad_field(req, e->field, e->detail);
-    auto read = co_await async_read_shard0(gw);
-    if (!read) co_return shards_problem(req, "reading the map on shard 0", read.error());
-    if (!read.value().open) co_return refuse(req, problems::not_found, "no split is under way");
-    const auto m = *read.value().open;
+    auto read = co_await async_read_for_bodyless(gw, req);
+    if (auto* refused = std::get_if<response>(&read)) co_return std::move(*refused);
+    const auto& st = std::get<shard0_state>(read);
+    if (!st.open) co_return refuse(req, problems::not_found, "no split is under way");
+    const auto m = *st.open;
     if (m.state >= shards::split_state::switched) {
         co_return refuse(req, problems::split_running,
                          fmt::format("map version {} is {}: reads have moved to shard {}, so it can only go forward", m.version,

@@ -40,6 +40,15 @@ asio::awaitable<core::result<std::optional<shard_identity>>> async_read_shard_id
     co_return id;
 }
 
+asio::awaitable<core::result<void>> async_connect_checked(mariadb_conn& conn, std::uint32_t index, std::uint32_t count,
+                                                          std::string* why) {
+    if (auto r = co_await conn.async_connect(); !r) co_return r;
+    auto mismatch = co_await async_check_shard_identity(conn, index, count);
+    if (mismatch.empty()) co_return core::success();
+    if (why != nullptr) *why = std::move(mismatch);
+    co_return core::errc::shard_rejected;
+}
+
 asio::awaitable<std::string> async_check_shard_identity(mariadb_conn& conn, std::uint32_t index, std::uint32_t count) {
     auto row = co_await conn.async_query(read_sql);
     if (!row && tables_missing(conn)) {

@@ -32,6 +32,11 @@ inline constexpr std::uint32_t shard_map_version = 1;
 // reads it (a mismatch, or a failed query: then MariaDB's own error).
 boost::asio::awaitable<std::string> async_check_shard_identity(mariadb_conn& conn, std::uint32_t index, std::uint32_t count);
 
+// Connects conn (one of the caller's own, outside the pools) and checks its identity as above. Errors:
+// the connect's, or shard_rejected with the reason in *why (if given).
+boost::asio::awaitable<core::result<void>> async_connect_checked(mariadb_conn& conn, std::uint32_t index, std::uint32_t count,
+                                                                 std::string* why = nullptr);
+
 struct shard_identity {
     std::uint32_t index = 0;
     std::uint32_t count = 0;  // how many shards the first gateway's config listed: the map's version 1

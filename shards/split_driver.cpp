@@ -92,20 +92,20 @@ asio::awaitable<void> split_driver::async_run() {
 }
 
 asio::awaitable<core::result<void>> split_driver::async_connect_checked(mariadb_conn& conn, core::shard_index index) {
-    if (auto r = co_await conn.async_connect(); !r) co_return r;
-    // The pools check every connection; these are the driver's own.
-    if (auto why = co_await async_check_shard_identity(conn, index, static_cast<std::uint32_t>(cfg_.shards.size()));
-        !why.empty()) {
-        spdlog::error("split: shard {}: {}", index, why);
-        co_return core::errc::shard_rejected;
-    }
-    co_return core::success();
+    std::string why;
+    auto r = co_await shards::async_connect_checked(conn, index, static_cast<std::uint32_t>(cfg_.shards.size()), &why);
+    if (!why.empty()) spdlog::error("split: shard {}: {}", index, why);
+    co_return r;
 }
 
 asio::awaitable<core::result<std::vector<copy_group>>> split_driver::async_open_pair(mariadb_conn& source, core::shard_index from,
                                                                                      mariadb_conn& target, core::shard_index to) {
-    if (auto r = co_await async_connect_checked(source, from); !r) co_return r.error();
     if (auto r = co_await async_connect_checked(target, to); !r) co_return r.error();
+    co_return co_await async_open_source(source, from);
+}
+
+asio::awaitable<core::result<std::vector<copy_group>>> split_driver::async_open_source(mariadb_conn& source, core::shard_index from) {
+    if (auto r = co_await async_connect_checked(source, from); !r) co_return r.error();
     co_return co_await async_plan_range_copy(source, cfg_.counters, cfg_.cells);
 }
 
@@ -269,8 +269,7 @@ asio::awaitable<core::result<void>> split_driver::async_delete_counters(core::sh
     const auto ex = co_await asio::this_coro::executor;
     mariadb_conn source(ex, conn_params_of(cfg_, from));
     const live_conns live(*this, {&source});
-    if (auto r = co_await async_connect_checked(source, from); !r) co_return r;
-    auto plan = co_await async_plan_range_copy(source, cfg_.counters, cfg_.cells);
+    auto plan = co_await async_open_source(source, from);
     if (!plan) co_return plan.error();
     std::erase_if(plan.value(), [](const copy_group& g) { return g.name != "counters"; });
     auto deleted = co_await async_delete_range(source, plan.value(), range, step_options(false));
@@ -526,8 +525,7 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
             const auto ex = co_await asio::this_coro::executor;
             mariadb_conn source(ex, conn_params_of(cfg_, from));
             const live_conns live(*this, {&source});
-            if (auto r = co_await async_connect_checked(source, from); !r) co_return r;
-            auto plan = co_await async_plan_range_copy(source, cfg_.counters, cfg_.cells);
+            auto plan = co_await async_open_source(source, from);
             if (!plan) co_return plan.error();
             if (auto r = co_await async_skip_done(lock, split.version, split_step::clean, plan.value()); !r) co_return r;
             const range_copy_options o = step_options(true);

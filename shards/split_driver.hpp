@@ -68,6 +68,8 @@ private:
     boost::asio::awaitable<void> async_run();
     // Connects one of its own connections to shard `index` and checks the shard's identity there.
     boost::asio::awaitable<core::result<void>> async_connect_checked(mariadb_conn& conn, core::shard_index index);
+    // The source's connection of a copy, diff or clean, checked, and the plan read from it.
+    boost::asio::awaitable<core::result<std::vector<copy_group>>> async_open_source(mariadb_conn& source, core::shard_index from);
     // Both connections of a copy or diff, checked, and the copy's plan read from the source.
     boost::asio::awaitable<core::result<std::vector<copy_group>>> async_open_pair(mariadb_conn& source, core::shard_index from,
                                                                                   mariadb_conn& target, core::shard_index to);

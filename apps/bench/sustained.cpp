@@ -193,7 +193,14 @@ run_report run_sustained_cairn(const bench_config& cfg, const std::string& work_
     cairnd_child child(spec);
     if (auto s = child.spawn(false); !s) return failed_report(r, "cannot start cairnd: " + s.error().message());
     if (auto ready = child.wait_ready(60s); !ready) {
-        return failed_report(r, fmt::format("cairnd did not become ready ({}); see {}", ready.error().message(), spec.log_path));
+        // The log is in the bench's temporary folder, gone after the run: its last line goes into the report.
+        std::string last;
+        std::ifstream log(spec.log_path);
+        for (std::string line; std::getline(log, line);) {
+            if (!line.empty()) last = line;
+        }
+        return failed_report(r, fmt::format("cairnd did not become ready ({}); its log's last line: {}",
+                                            child.running() ? ready.error().message() : std::string("it exited"), last));
     }
     bench_config step_cfg = cfg;
     step_cfg.host = "127.0.0.1";
