@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <span>
 
 namespace cairn::shards {
 namespace asio = boost::asio;
@@ -61,6 +62,19 @@ constexpr std::array<std::string_view, 10> state_names{"planned",   "adopting", 
                                                        "switched",  "done",     "cleaning", "retired",    "failed"};
 
 constexpr unsigned er_dup_entry = 1062;
+
+// A prepared write to a table an older cairnd may not have made: on a missing table, create_sql, then
+// the write once more.
+asio::awaitable<core::result<void>> async_write_creating(mariadb_conn& conn, std::string_view sql, std::span<const sql_param> params,
+                                                         std::string_view create_sql) {
+    auto w = co_await conn.async_query_prepared(sql, params);
+    if (!w && tables_missing(conn)) {
+        if (auto c = co_await conn.async_execute(create_sql); !c) co_return c;
+        w = co_await conn.async_query_prepared(sql, params);
+    }
+    if (!w) co_return w.error();
+    co_return core::success();
+}
 
 }  // namespace
 
@@ -219,13 +233,7 @@ asio::awaitable<core::result<void>> async_write_progress(mariadb_conn& conn, std
     constexpr std::string_view sql =
         "REPLACE INTO shard_map_progress (version, driver, note, tbl, rows_read, rows_done, rows_estimate, started_ms, "
         "updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
-    auto w = co_await conn.async_query_prepared(sql, params);
-    if (!w && tables_missing(conn)) {
-        if (auto c = co_await conn.async_execute(create_progress_sql); !c) co_return c;
-        w = co_await conn.async_query_prepared(sql, params);
-    }
-    if (!w) co_return w.error();
-    co_return core::success();
+    co_return co_await async_write_creating(conn, sql, params, create_progress_sql);
 }
 
 asio::awaitable<core::result<std::optional<split_progress>>> async_read_progress(mariadb_conn& conn, std::uint32_t version) {
@@ -260,13 +268,7 @@ asio::awaitable<core::result<void>> async_mark_step_done(mariadb_conn& conn, con
                                           d.rows_done, std::uint64_t{d.driver}, d.done_ms};
     constexpr std::string_view sql =
         "REPLACE INTO shard_map_steps (version, step, unit, rows_read, rows_done, driver, done_ms) VALUES (?, ?, ?, ?, ?, ?, ?)";
-    auto w = co_await conn.async_query_prepared(sql, params);
-    if (!w && tables_missing(conn)) {
-        if (auto c = co_await conn.async_execute(create_steps_sql); !c) co_return c;
-        w = co_await conn.async_query_prepared(sql, params);
-    }
-    if (!w) co_return w.error();
-    co_return core::success();
+    co_return co_await async_write_creating(conn, sql, params, create_steps_sql);
 }
 
 asio::awaitable<core::result<std::vector<step_done>>> async_steps_done(mariadb_conn& conn, std::uint32_t version, split_step step) {
