@@ -702,7 +702,9 @@ int main(int argc, char** argv) {
     app.add_option("-c,--config", s.config_path, "cairnd's TOML config: its listen address and first admin token")
         ->check(CLI::ExistingFile);
     app.add_flag("--json", s.json_out, "print the API's JSON instead of tables (for scripts)");
-    app.add_option("--timeout", s.timeout_s, "seconds to wait for cairnd's answer (default 30)")->check(CLI::Range(1u, 3600u));
+    auto* timeout_opt = app.add_option("--timeout", s.timeout_s,
+                                       "seconds to wait for cairnd's answer (default 30; reshard plan and verify: 600)")
+                            ->check(CLI::Range(1u, 3600u));
     // Global options may come after the subcommand too (cairn status --json).
     app.fallthrough();
 
@@ -1024,6 +1026,7 @@ int main(int argc, char** argv) {
     }
     try {
         if (!local_only) resolve_settings(s);
+        s.timeout_set = timeout_opt->count() > 0;
         return run ? run() : exit_usage;
     } catch (const cli_exit& e) {
         std::cerr << e.message << "\n";

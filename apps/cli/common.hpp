@@ -40,6 +40,7 @@ struct settings {
     std::string config_path;
     bool json_out = false;
     unsigned timeout_s = 30;
+    bool timeout_set = false;  // --timeout was given (commands that scan a shard wait longer by default)
     endpoint to;
 };
 

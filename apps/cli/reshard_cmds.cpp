@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <thread>
@@ -115,6 +116,15 @@ void print_status(const json& st) {
     }
 }
 
+// plan and verify scan the moved half's tables within the request (minutes on a shard of many
+// millions of rows): they wait 600 s for the answer unless --timeout says otherwise.
+constexpr unsigned scan_timeout_s = 600;
+settings scanning(const settings& s) {
+    settings out = s;
+    if (!s.timeout_set) out.timeout_s = std::max(s.timeout_s, scan_timeout_s);
+    return out;
+}
+
 // Follows the split of `version` until it retires or fails (or the timeout passes): a progress line,
 // and a line per state it enters.
 int watch_split(const settings& s, std::uint64_t version, unsigned timeout_s) {
@@ -180,14 +190,15 @@ void reshard_commands::add(CLI::App& app, const settings& s, std::function<int()
                                          "What a split would do, without starting it: the map before and after, the rows\n"
                                          "of each table that move (counted on the shard: a full scan of its tables), the\n"
                                          "copy's time at the throttle, and the checks a split must pass (no split under\n"
-                                         "way, the new shard listed in this gateway's config at that address and empty).\n\n"
+                                         "way, the new shard listed in this gateway's config at that address and empty).\n"
+                                         "Waits up to 600 s for the scan's answer unless --timeout is given.\n\n"
                                          "Examples:\n"
                                          "  cairn reshard plan --shard 0 --to 10.0.0.7:3306\n"
                                          "  cairn reshard plan --shard 1 --to 10.0.0.8:3306 --json | jq .rows");
     add_target(plan);
     plan->callback([this, &s, &run] {
         run = [this, &s] {
-            const json p = call(s, "POST", "/v1/admin/reshard/plan", split_body(*shard_, to_));
+            const json p = call(scanning(s), "POST", "/v1/admin/reshard/plan", split_body(*shard_, to_));
             if (s.json_out) {
                 print_json(p);
             } else {
@@ -260,13 +271,14 @@ void reshard_commands::add(CLI::App& app, const settings& s, std::function<int()
         "(from catching_up) the old and the new shard must hold the same rows of it (counter sums\n"
         "aside: from the adoption the new shard alone counts the half's increments); after cleaning the\n"
         "old shard must hold none. A table whose shards have not applied the same ops yet shows as\n"
-        "'applying'. Exit code 7 when a table differs.\n\n"
+        "'applying'. Exit code 7 when a table differs. Waits up to 600 s for the scan's answer unless\n"
+        "--timeout is given.\n\n"
         "Examples:\n"
         "  cairn reshard verify\n"
         "  cairn reshard verify --json | jq .tables");
     verify->callback([&s, &run] {
         run = [&s] {
-            const json v = call(s, "POST", "/v1/admin/reshard/verify");
+            const json v = call(scanning(s), "POST", "/v1/admin/reshard/verify");
             if (s.json_out) {
                 print_json(v);
             } else {
