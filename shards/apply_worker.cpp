@@ -133,6 +133,14 @@ void apply_worker::notify() noexcept {
     if (!notified_.exchange(true)) asio::post(strand_, [this] { wake_.cancel(); });
 }
 
+void apply_worker::rewind_to(std::uint64_t seq) noexcept {
+    std::uint64_t cur = rewind_request_.load();
+    while (seq < cur && !rewind_request_.compare_exchange_weak(cur, seq)) {
+    }
+    notified_ = true;
+    asio::post(strand_, [this] { wake_.cancel(); });
+}
+
 void apply_worker::set_paused(bool paused) noexcept {
     paused_ = paused;
     notified_ = true;
@@ -243,8 +251,47 @@ asio::awaitable<void> apply_worker::async_run() {
     }
 }
 
+asio::awaitable<apply_worker::step_outcome> apply_worker::async_requested_rewind() {
+    const std::uint64_t requested = rewind_request_.exchange(no_rewind);
+    if (requested == no_rewind) co_return step_outcome::idle;
+    const std::uint64_t cursor = journal_.cursor(opts_.shard);
+    auto first = journal_.first_seq();
+    if (!first) {
+        rewind_to(requested);  // asked again at the next step
+        co_return step_outcome::journal_error;
+    }
+    const std::uint64_t to = std::max(requested, first.value() > 0 ? first.value() - 1 : 0);
+    if (to >= cursor) co_return step_outcome::idle;
+    spdlog::info("shard {} ({}): applying seqs {}..{} again by the route table in force (a split adopted late)", opts_.shard,
+                 target_.name(), to + 1, cursor);
+    if (auto r = co_await async_rewind_cursor(to); !r) {
+        rewind_to(requested);
+        co_return step_outcome::journal_error;
+    }
+    m_rewound_.inc(cursor - to);
+    co_return step_outcome::progressed;
+}
+
+asio::awaitable<core::result<void>> apply_worker::async_rewind_cursor(std::uint64_t to) {
+    const auto shard = opts_.shard;
+    journal::apply_outcome rewind;
+    rewind.shard = shard;
+    rewind.cursor = to;
+    rewind.rewind = true;
+    auto committed = co_await async_commit_outcome(journal_, std::move(rewind));
+    if (!committed) {
+        spdlog::error("shard {}: rewinding the cursor failed: {}", shard, committed.error().message());
+        co_return committed.error();
+    }
+    look_ahead_ = true;  // the range holds ops that wait in the error queue or are dead letters
+    applied_seq_ = to;
+    m_applied_seq_.set(static_cast<double>(to));
+    co_return core::success();
+}
+
 asio::awaitable<apply_worker::step_outcome> apply_worker::async_step() {
     if (!schema_ready_ && !co_await async_ensure_schema()) co_return step_outcome::outage;
+    if (const step_outcome r = co_await async_requested_rewind(); r != step_outcome::idle) co_return r;
     if (paused_) co_return step_outcome::idle;
     const step_outcome applied = co_await async_apply_batch();
     if (applied == step_outcome::outage || applied == step_outcome::journal_error) co_return applied;
@@ -383,20 +430,11 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_check_mark(apply
                  "{}..{} again (a shard that lost them, such as a promoted replica, gets them back; otherwise they "
                  "change nothing)",
                  shard, target_.name(), mark.value(), cursor, to + 1, cursor);
-    journal::apply_outcome rewind;
-    rewind.shard = shard;
-    rewind.cursor = to;
-    rewind.rewind = true;
-    auto committed = co_await async_commit_outcome(journal_, std::move(rewind));
-    if (!committed) {
-        spdlog::error("shard {}: rewinding the cursor failed: {}", shard, committed.error().message());
+    if (auto r = co_await async_rewind_cursor(to); !r) {
         check_mark_ = true;
         co_return step_outcome::journal_error;
     }
-    look_ahead_ = true;  // the range holds ops that wait in the error queue or are dead letters
     m_rewound_.inc(cursor - to);
-    applied_seq_ = to;
-    m_applied_seq_.set(static_cast<double>(to));
     co_return step_outcome::progressed;
 }
 

@@ -77,6 +77,10 @@ public:
     // already under way finishes. Writes keep being journaled.
     void set_paused(bool paused) noexcept;
     bool paused() const noexcept { return paused_.load(); }
+    // Applies every op from seq + 1 on again by the route table in force (any thread; done at the
+    // worker's next step, the lowest of several requests): a split adopted late routes ops of the
+    // moved half to the new shard that its worker had passed under the old map (split_follower).
+    void rewind_to(std::uint64_t seq) noexcept;
 
     std::uint64_t applied_seq() const noexcept { return applied_seq_.load(); }
 
@@ -129,6 +133,11 @@ private:
     // to the mark, so they apply again, and the caller returns `progressed` (the batch it read is
     // stale). idle: nothing to rewind, go on with the session.
     boost::asio::awaitable<step_outcome> async_check_mark(apply_session& s);
+    // A rewind_to() request: the cursor moves back (never below the journal's first seq - 1).
+    // progressed if it moved.
+    boost::asio::awaitable<step_outcome> async_requested_rewind();
+    // Moves the cursor back to `to` (a durable outcome) and looks past it for held ops.
+    boost::asio::awaitable<core::result<void>> async_rewind_cursor(std::uint64_t to);
     // Part of the mark check: the late applications (journal::late_apply) past the shard's late mark
     // are applied again, then the late mark is raised to the journal's last. idle: nothing was
     // missing, or all of it is applied again and marked.
@@ -183,6 +192,8 @@ private:
     std::chrono::steady_clock::time_point marked_at_{};  // on the strand: when
     boost::asio::steady_timer wake_;
     std::atomic<bool> notified_{false};
+    static constexpr std::uint64_t no_rewind = ~std::uint64_t{0};
+    std::atomic<std::uint64_t> rewind_request_{no_rewind};
     std::atomic<bool> paused_;
     std::atomic<bool> stopping_{false};
     std::atomic<std::uint64_t> applied_seq_{0};

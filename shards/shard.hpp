@@ -112,6 +112,8 @@ public:
     bool known_down() const noexcept;
     bool paused() const noexcept;
     void set_paused(bool paused) noexcept;
+    // Applies every op from seq + 1 on again (apply_worker::rewind_to).
+    void rewind_to(std::uint64_t seq) noexcept;
     core::minute_window::totals last_minute() const;
 
     // New ops were journaled (any thread).

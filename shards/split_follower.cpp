@@ -155,6 +155,7 @@ asio::awaitable<core::result<void>> split_follower::async_follow_once() {
     }
 
     std::optional<std::uint64_t> adoption = view.adopted_from;
+    std::optional<std::uint64_t> late_from;  // a late adoption's seq (after reads moved)
     if (active != nullptr && current->split() && current->version() == active->version && !adoption) {
         adoption = current->split()->adoption_seq;  // adopted here, not yet recorded on shard 0
     }
@@ -162,7 +163,7 @@ asio::awaitable<core::result<void>> split_follower::async_follow_once() {
         // A gateway that joins after the adoption phase (started, or back from losing shard 0): since it
         // started, its workers may have applied ops on the old owner under the old map after the copy read
         // its rows, and the new shard would never get them (counter ops silently). Before reads move the
-        // split fails, and is started again; after, it can only go on, and this gateway says so loudly.
+        // split fails, and is started again; after, it can only go on: this gateway adopts it late (below).
         if (active->state < split_state::switched) {
             const auto failed_now = co_await set_.at(0).async_read([&](mariadb_conn& c) -> asio::awaitable<core::result<void>> {
                 co_return co_await async_move_split(c, active->version, active->state, split_state::failed, core::system_wall_clock_ms());
@@ -176,11 +177,35 @@ asio::awaitable<core::result<void>> split_follower::async_follow_once() {
             }
             co_return core::success();  // the next round follows the map in force
         }
-        spdlog::error("routing: node {} joined map version {} after reads moved ({}), without having adopted it: ops it applied "
-                      "on shard {} under the old map since it started may be missing on shard {} (cairn reshard verify)",
-                      node, active->version, split_state_name(active->state), active->split_shard, active->new_shard);
+        // After reads moved the split can only go on: this gateway adopts it from the first seq its
+        // journal holds, and the new shard's worker applies every op from there again by that table —
+        // the moved half's ops that the old owner got alone (under the old map, before this round) reach
+        // the new shard too (rows: last writer wins; counter ops: the new shard knows the op ids the copy
+        // brought, and counts the rest once).
+        auto first = journal_.first_seq();
+        if (!first) co_return first.error();
+        late_from = std::max<std::uint64_t>(first.value(), 1);
+        spdlog::warn("routing: node {} joined map version {} after reads moved ({}), without having adopted it: it adopts it "
+                     "from seq {} (the journal's first), and shard {} applies every op of the moved half from there again",
+                     node, active->version, split_state_name(active->state), *late_from, active->new_shard);
     }
-    if (active != nullptr && !adoption) {
+    if (active != nullptr && !adoption && late_from) {
+        auto t = route_table_for(view.maps, view.base_count, *late_from, std::nullopt);
+        if (!t) co_return t.error();
+        if (!t.value().split()) co_return core::errc::shard_rejected;
+        core::split_route sp = *t.value().split();
+        sp.adoption_pending = true;
+        sp.new_shard_held = true;
+        sp.reads_moved = false;  // for the moment it is pending (held needs it): the next table moves them
+        auto pending = core::route_table::splitting(t.value().version(), t.value().map(), sp);
+        if (!pending) co_return pending.error();
+        routing_.install(std::move(pending).value());
+        // The new shard's worker passed these seqs under the old map: it goes back (its next step, while
+        // the pending adoption holds every apply from the seq).
+        set_.at(active->new_shard).rewind_to(*late_from - 1);
+        adoption = *late_from;
+        spdlog::info("routing: adopting {}", describe(*routing_.load()));
+    } else if (active != nullptr && !adoption) {
         // Adopt: from the journal's next seq every shard's worker waits (the pending adoption) until
         // the seq is durable here and on shard 0; nothing is applied under a split a restart forgets.
         std::optional<core::error_code> refused;

@@ -379,5 +379,114 @@ TEST(split, two_gateways_split_a_shard_under_reads_and_writes_and_a_restart_duri
     EXPECT_EQ(b.terminate(), 0) << b.log_tail();
 }
 
+// A gateway that starts after reads moved (the split held in `switched` by a third gateway that never
+// routes by it: a live lease and an adoption on shard 0 that the test writes), with a backlog of writes of
+// the moved half that it journaled under the old map and never applied: it adopts the split late, from
+// its journal's first seq, and the new shard applies that backlog (its worker goes back over the seqs it
+// had passed under the old map). Before, the old owner alone got them: lost to reads, then cleaned.
+TEST(split, a_gateway_that_starts_after_reads_moved_brings_its_backlog_of_the_moved_half_to_the_new_shard) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    const std::string db3 = "cairn_split3", db3_n = "cairn_split3_n";
+    fresh_database(db3);
+    fresh_database(db3_n);
+    const auto servers = test_shards();
+    const auto keys = pick_split_keys(40, 40);
+    const auto& three = keys.three;
+
+    cairnd_options a_opts;
+    a_opts.database = db3;
+    a_opts.node_id = 1;
+    a_opts.shards = {servers[0], servers[1]};
+    a_opts.journal_dir = make_temp_dir("cairn-split3-a");
+    {
+        cairnd_process first(a_opts);
+        ASSERT_TRUE(first.start()) << first.log_tail();
+        for (std::size_t i = 0; i < 40; ++i) {
+            ASSERT_TRUE(post_edge(first.port(), keys.upper[i], keys.on_one[i]));
+            ASSERT_TRUE(post_edge(first.port(), keys.lower[i], keys.on_one[i]));
+        }
+        ASSERT_TRUE(wait_applied(first.port(), 60s));
+        ASSERT_EQ(first.terminate(), 0) << first.log_tail();
+    }
+    // The third shard joins both configs. B journals writes of the moved half with shard 0 paused, so
+    // that they wait for the old owner while B's worker of the new shard passes them (under the map of
+    // two shards, none is its own), and stops.
+    for (auto* o : {&a_opts}) {
+        o->shards.push_back(servers[1]);
+        o->shard_databases = {"", "", db3_n};
+    }
+    cairnd_options b_opts = a_opts;
+    b_opts.node_id = 2;
+    b_opts.journal_dir = make_temp_dir("cairn-split3-b");
+    edge_set backlog;
+    {
+        cairnd_process b(b_opts);
+        ASSERT_TRUE(b.start()) << b.log_tail();
+        auto paused = http_post(b.port(), "/v1/admin/apply/pause", R"({"shard": 0})");
+        ASSERT_TRUE(paused && paused->status == 200) << (paused ? paused->body : "no answer");
+        for (std::size_t i = 0; i < 40; ++i) {
+            const std::pair<std::int64_t, std::int64_t> e{keys.upper[i], keys.on_one[(i + 1) % keys.on_one.size()]};
+            ASSERT_TRUE(post_edge(b.port(), e.first, e.second));
+            backlog.insert(e);
+        }
+        ASSERT_TRUE(wait_until([&] { return metric(b.port(), "cairn_apply_applied_seq{shard=\"2\"}").value_or(0) >= 40; }, 30s))
+            << b.log_tail(8000);
+        ASSERT_EQ(metric(b.port(), "cairn_apply_applied_seq{shard=\"0\"}").value_or(-1), 0.0);
+        ASSERT_EQ(b.terminate(), 0) << b.log_tail();
+    }
+    cairnd_process a(a_opts);
+    ASSERT_TRUE(a.start()) << a.log_tail();
+    ASSERT_TRUE(wait_shard_up(a.port(), 2)) << a.log_tail(8000);
+    asio::io_context ioc;
+    shards::mariadb_conn admin(ioc.get_executor(), params_for(servers[0], db3));
+    ASSERT_TRUE(run_on(ioc, admin.async_connect()));
+    ASSERT_TRUE(run_on(ioc, shards::async_propose_split(admin, 2, 0, fmt::format("{}:{}", servers[1].host, servers[1].port), 1)));
+    // Node 3: live and adopted, it never says it routes by switched, so the split stays there.
+    ASSERT_TRUE(exec_sql(servers[0],
+                         {"INSERT INTO gateway_leases (node_id, journal_id, holder, last_seq, renewed_at, expires_at, released) VALUES "
+                          "(3, 3, 'test: a gateway that never follows', 0, NOW(6), NOW(6) + INTERVAL 1 HOUR, 0)",
+                          "INSERT INTO shard_map_adoptions (version, node_id, from_seq, seen_state, cut_over_seq, adopted_at) VALUES "
+                          "(2, 3, 1, 0, 0, NOW(6))"},
+                         db3));
+    ASSERT_TRUE(run_on(ioc, shards::async_move_split(admin, 2, split_state::planned, split_state::adopting, 1)));
+    const auto state = [&] {
+        auto r = query_sql(servers[0], "SELECT state FROM shard_maps WHERE version = 2", db3);
+        return r && !r.value().empty() ? r.value().front() : std::string();
+    };
+    ASSERT_TRUE(wait_until([&] { return state() == "switched" || state() == "failed"; }, 60s)) << state() << "\n" << a.log_tail(8000);
+    ASSERT_EQ(state(), "switched") << a.log_tail(8000);
+    // B starts now, its backlog unapplied: it joins after reads moved.
+    cairnd_process b(b_opts);
+    ASSERT_TRUE(b.start()) << b.log_tail();
+    ASSERT_TRUE(wait_applied(b.port(), 60s)) << b.log_tail(8000);
+    ASSERT_TRUE(wait_until([&] { return b.log_tail(1 << 20).find("routing: now map version 2") != std::string::npos; }, 30s))
+        << b.log_tail(8000);
+    const auto b_log = b.log_tail(1 << 20);
+    EXPECT_NE(b_log.find("joined map version 2 after reads moved (switched)"), std::string::npos) << b_log.substr(0, 8000);
+    ASSERT_TRUE(wait_applied(b.port(), 60s)) << b.log_tail(8000);
+    // Every backlog edge's forward row is on the new shard, where reads of the moved half go now.
+    const auto missing_on_n = [&] {
+        const auto on_n = forward_edges(servers[1], db3_n);
+        std::size_t missing = 0;
+        for (const auto& e : backlog) missing += on_n.contains(e) ? 0 : 1;
+        return missing;
+    };
+    for (const auto& e : backlog) ASSERT_EQ(three.shard_of_id(e.first), 2u);
+    EXPECT_TRUE(wait_until([&] { return missing_on_n() == 0; }, 30s))
+        << missing_on_n() << " of " << backlog.size() << " backlog edges of the moved half missing on the new shard\n"
+        << b_log.substr(0, 8000);
+    const auto& e = *backlog.begin();
+    auto r = http_get(a.port(), fmt::format("/v1/graphs/g/edges/{}/{}", e.first, e.second));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << "a read through the other gateway: " << r->body;
+    // Node 3 goes: the split runs to its end.
+    ASSERT_TRUE(exec_sql(servers[0], {"DELETE FROM gateway_leases WHERE node_id = 3"}, db3));
+    ASSERT_TRUE(wait_until([&] { return state() == "retired" || state() == "failed"; }, 60s)) << state() << "\n" << a.log_tail(8000);
+    EXPECT_EQ(state(), "retired") << a.log_tail(8000);
+    EXPECT_EQ(missing_on_n(), 0u);
+    EXPECT_EQ(a.terminate(), 0) << a.log_tail();
+    EXPECT_EQ(b.terminate(), 0) << b.log_tail();
+}
+
 }  // namespace
 }  // namespace cairn::test
