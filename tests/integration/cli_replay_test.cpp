@@ -234,7 +234,15 @@ TEST_F(cli_replay, a_replayed_entity_carries_the_rows_of_indexes_created_since_i
     auto w = http_request(port(), "PUT", "/v1/entities/user/" + id + "?wait=applied", R"({"age": 41, "name": "ada"})");
     ASSERT_TRUE(w && w->status == 202) << (w ? w->body : "no answer");
     // The shards lose the entity (a restore from an old backup), then an index on age is created.
-    for (const auto& sh : test_shards()) ASSERT_TRUE(exec_sql(sh, {"DELETE FROM entities"}, db));
+    // A shard whose worker has not made its tables yet (it makes them when it first connects) holds
+    // no entity either: CI once met that shard, and a DELETE there fails.
+    for (const auto& sh : test_shards()) {
+        auto has = query_sql(sh, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'entities'", db);
+        ASSERT_TRUE(has && !has.value().empty());
+        if (has.value().front() != "0") {
+            ASSERT_TRUE(exec_sql(sh, {"DELETE FROM entities"}, db));
+        }
+    }
     auto created = http_post(port(), "/v1/indexes",
                              R"({"name": "users_by_age", "kind": "user", "properties": [{"name": "age", "type": "int"}]})");
     ASSERT_TRUE(created && created->status == 201) << (created ? created->body : "no answer");
