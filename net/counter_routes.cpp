@@ -189,21 +189,58 @@ std::string no_table_detail(const core::counter_metric& m, const core::counter_q
 // Runs one grouped read on every shard it needs and sums the shards' rows by (bucket, group).
 struct summed_rows {
     std::map<std::pair<std::int64_t, std::string>, std::int64_t> sums;
+    bool moved_half_left_out = false;  // a shard was read grouped by shard_on too (too_large names it)
 };
+
+// The hashes of shard s whose counter sums this read must leave out: a split's moved half R on its
+// old shard while reads of R have moved to the new shard but the old one may still hold the sums it
+// had when they were copied (the driver deletes them once every gateway reads R from the new shard,
+// before the split is done: docs/resharding.md). Summed over every shard they would count twice. A
+// table whose key leaves shard_on out holds sums of both halves and is never copied: nothing.
+std::optional<core::hash_range> moved_half_on(const core::route_table& routes, const shards::counter_read& q,
+                                              core::shard_index s) {
+    const auto& split = routes.split();
+    if (!split || !split->reads_moved || split->cut_over_seq != 0 || s != split->from) return std::nullopt;
+    if (!q.table->has_dimension(q.metric->shard_on)) return std::nullopt;
+    return routes.next_map().range_of(routes.map().size());
+}
 
 asio::awaitable<core::error_code> async_read_all(gateway& gw, const shards::counter_read& q,
                                                  std::vector<core::shard_index> shards, std::size_t rows_max,
+                                                 std::shared_ptr<const core::route_table> routes,
                                                  std::shared_ptr<summed_rows> out) {
-    auto query = [q, rows_max, out](core::shard_index, shards::mariadb_conn& conn) -> asio::awaitable<core::result<void>> {
-        auto rows = co_await shards::async_read_counters(conn, q, rows_max);
+    // Rows by shard_on value too are more than the groups asked for: bounded by groups_max at least.
+    const std::size_t split_rows_max = std::max(rows_max, catalog_of(gw).groups_max);
+    auto query = [q, rows_max, split_rows_max, routes, out](core::shard_index s,
+                                                            shards::mariadb_conn& conn) -> asio::awaitable<core::result<void>> {
+        const auto leave_out = moved_half_on(*routes, q, s);
+        auto read = q;
+        // Grouped by the shard_on value as well, unless the breakdown already is.
+        if (leave_out && read.group_by != read.metric->shard_on) read.route_by = read.metric->shard_on;
+        if (leave_out) out->moved_half_left_out = true;
+        auto rows = co_await shards::async_read_counters(conn, read, leave_out ? split_rows_max : rows_max);
         if (!rows) co_return rows.error();
-        for (auto& row : rows.value()) out->sums[{row.bucket_ms, std::move(row.group)}] += row.count;
+        const auto& dim = read.metric->dimensions[read.metric->shard_on];
+        for (auto& row : rows.value()) {
+            if (leave_out && leave_out->contains(core::counter_value_hash(dim, read.route_by ? row.route_value : row.group))) {
+                continue;
+            }
+            out->sums[{row.bucket_ms, std::move(row.group)}] += row.count;
+        }
         co_return core::success();
     };
     co_return co_await gw.shards.async_read_each(shards, query, detail::fan_out_deadline(gw.lim));
 }
 
-response read_problem(const gateway& gw, const request& req, const core::error_code& ec) {
+response read_problem(const gateway& gw, const request& req, const core::error_code& ec, const summed_rows& rows) {
+    if (ec == core::errc::too_large && rows.moved_half_left_out) {
+        return problem(problems::too_many_groups,
+                       fmt::format("while a split moves reads, the old shard's rows are read by each value of the metric's "
+                                   "shard_on dimension to leave out the moved half, and this read has more than {} of them "
+                                   "(counters.groups_max): filter by that dimension, or read again once the split is done",
+                                   catalog_of(gw).groups_max),
+                       std::nullopt, req.version(), req.keep_alive());
+    }
     if (ec == core::errc::too_large) {
         return problem(problems::too_many_groups, fmt::format("the breakdown has more than {} distinct values (counters.groups_max): add filters",
                                    catalog_of(gw).groups_max),
@@ -262,7 +299,7 @@ asio::awaitable<response> async_get_read(gateway& gw, route_context& ctx, read_k
     q.to_ms = rr.to_ms;
     const std::size_t rows_max = kind == read_kind::series ? catalog_of(gw).series_points_max : catalog_of(gw).groups_max;
     auto now = std::make_shared<summed_rows>();
-    if (auto ec = co_await async_read_all(gw, q, needed, rows_max, now)) co_return read_problem(gw, req, ec);
+    if (auto ec = co_await async_read_all(gw, q, needed, rows_max, routes, now)) co_return read_problem(gw, req, ec, *now);
 
     std::string body = R"({"metric":)";
     detail::append_json_string(body, m->name);
@@ -296,7 +333,7 @@ asio::awaitable<response> async_get_read(gateway& gw, route_context& ctx, read_k
         before = std::make_shared<summed_rows>();
         q.from_ms = rr.compare->first;
         q.to_ms = rr.compare->second;
-        if (auto ec = co_await async_read_all(gw, q, needed, rows_max, before)) co_return read_problem(gw, req, ec);
+        if (auto ec = co_await async_read_all(gw, q, needed, rows_max, routes, before)) co_return read_problem(gw, req, ec, *before);
     }
     std::vector<std::pair<std::string, std::int64_t>> groups;
     for (const auto& [key, c] : now->sums) groups.emplace_back(key.second, c);

@@ -185,10 +185,12 @@ std::string counter_read_sql(const counter_read& q, std::size_t rows_max) {
     std::string group;
     if (q.by_bucket) select += fmt::format("{}, ", bucket_column(t));
     if (q.group_by) select += fmt::format("{}, ", m.dimensions[*q.group_by].name);
+    if (q.route_by) select += fmt::format("{}, ", m.dimensions[*q.route_by].name);
     if (q.by_bucket) group += bucket_column(t);
-    if (q.group_by) {
+    for (const auto& dim : {q.group_by, q.route_by}) {
+        if (!dim) continue;
         if (!group.empty()) group += ", ";
-        group += m.dimensions[*q.group_by].name;
+        group += m.dimensions[*dim].name;
     }
     std::string sql = fmt::format("SELECT {}SUM(count) FROM {} WHERE ", select, t.sql_name());
     // Key order: the equality prefix, then the bucket range, then the filters after it.
@@ -229,6 +231,7 @@ asio::awaitable<core::result<std::vector<counter_read_row>>> async_read_counters
         counter_read_row row;
         if (q.by_bucket) row.bucket_ms = rows.int64_at(i, col++);
         if (q.group_by) row.group = std::string(rows.at(i, col++).value_or(""));
+        if (q.route_by) row.route_value = std::string(rows.at(i, col++).value_or(""));
         const auto sum = rows.at(i, col);
         if (!sum) continue;  // SUM over no rows (no GROUP BY): nothing counted
         row.count = rows.int64_at(i, col);

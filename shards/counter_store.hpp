@@ -48,6 +48,10 @@ struct counter_read {
     const core::counter_table* table = nullptr;
     std::vector<std::pair<std::size_t, std::string>> filters;  // checked values
     std::optional<std::size_t> group_by;
+    // Also grouped by this dimension (the metric's shard_on, which the table's key holds), its value
+    // in counter_read_row::route_value: for a reader that must leave out the rows of one hash range
+    // (a split's moved half on its old shard, net/counter_routes.cpp).
+    std::optional<std::size_t> route_by;
     bool by_bucket = false;
     std::int64_t from_ms = 0;
     std::int64_t to_ms = 0;
@@ -55,6 +59,7 @@ struct counter_read {
 struct counter_read_row {
     std::int64_t bucket_ms = 0;  // 0 unless by_bucket
     std::string group;           // empty unless group_by
+    std::string route_value;     // empty unless route_by
     std::int64_t count = 0;
     friend bool operator==(const counter_read_row&, const counter_read_row&) = default;
 };

@@ -190,14 +190,7 @@ asio::awaitable<core::result<void>> split_follower::async_follow_once() {
                      node, active->version, split_state_name(active->state), *late_from, active->new_shard);
     }
     if (active != nullptr && !adoption && late_from) {
-        auto t = route_table_for(view.maps, view.base_count, *late_from, std::nullopt);
-        if (!t) co_return t.error();
-        if (!t.value().split()) co_return core::errc::shard_rejected;
-        core::split_route sp = *t.value().split();
-        sp.adoption_pending = true;
-        sp.new_shard_held = true;
-        sp.reads_moved = false;  // for the moment it is pending (held needs it): the next table moves them
-        auto pending = core::route_table::splitting(t.value().version(), t.value().map(), sp);
+        auto pending = pending_adoption_table(view.maps, view.base_count, *late_from);
         if (!pending) co_return pending.error();
         routing_.install(std::move(pending).value());
         // The new shard's worker passed these seqs under the old map: it goes back (its next step, while
@@ -210,15 +203,12 @@ asio::awaitable<core::result<void>> split_follower::async_follow_once() {
         // the seq is durable here and on shard 0; nothing is applied under a split a restart forgets.
         std::optional<core::error_code> refused;
         routing_.install_at([this] { return journal_.last_seq(); }, [&](std::uint64_t next_seq) {
-            auto t = route_table_for(view.maps, view.base_count, next_seq, std::nullopt);
-            if (!t || !t.value().split()) {
-                refused = t ? core::errc::shard_rejected : t.error();
+            auto t = pending_adoption_table(view.maps, view.base_count, next_seq);
+            if (!t) {
+                refused = t.error();
                 return *current;
             }
-            core::split_route sp = *t.value().split();
-            sp.adoption_pending = true;
-            sp.new_shard_held = true;
-            return core::route_table::splitting(t.value().version(), t.value().map(), sp).value();
+            return std::move(t).value();
         });
         if (refused) co_return *refused;
         adoption = routing_.load()->split()->adoption_seq;

@@ -58,4 +58,19 @@ core::result<core::route_table> route_table_for(const std::vector<stored_map>& m
     return core::route_table::splitting(active->version, std::move(map), sp);
 }
 
+core::result<core::route_table> pending_adoption_table(const std::vector<stored_map>& maps, std::uint32_t base_count,
+                                                       std::uint64_t adoption_seq) {
+    // A late adoption may find the split done already: the cut-over comes in a later round, once the
+    // adoption is durable (route_table_for wants one in done; none is taken here).
+    auto t = route_table_for(maps, base_count, adoption_seq, adoption_seq);
+    if (!t) return t.error();
+    if (!t.value().split()) return core::errc::shard_rejected;
+    core::split_route sp = *t.value().split();
+    sp.adoption_pending = true;
+    sp.new_shard_held = true;
+    sp.reads_moved = false;
+    sp.cut_over_seq = 0;
+    return core::route_table::splitting(t.value().version(), t.value().map(), sp);
+}
+
 }  // namespace cairn::shards

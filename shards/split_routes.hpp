@@ -30,4 +30,12 @@ core::result<core::route_table> route_table_for(const std::vector<stored_map>& m
                                                 std::optional<std::uint64_t> adoption_seq,
                                                 std::optional<std::uint64_t> cut_over_seq);
 
+// The table of an adoption from adoption_seq that this gateway has not made durable yet: every
+// shard's worker stops at that seq (adoption_pending), the new shard is held and reads of the moved
+// half stay on the old owner (a pending table must hold the new shard; the table of the next round
+// moves them if the split has). shard_rejected when the maps hold no active split (or, as
+// route_table_for, when they do not fit together).
+core::result<core::route_table> pending_adoption_table(const std::vector<stored_map>& maps, std::uint32_t base_count,
+                                                       std::uint64_t adoption_seq);
+
 }  // namespace cairn::shards

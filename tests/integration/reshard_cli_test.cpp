@@ -45,11 +45,6 @@ dimensions = [{ name = "site", type = "int" }, { name = "item", type = "int" }]
 tables = [{ name = "views_by_site", granularity = "day", key = ["site", "time", "item"] }]
 )";
 
-bool post_edge(std::uint16_t port, std::int64_t source, std::int64_t destination) {
-    auto w = http_post(port, "/v1/graphs/g/edges", fmt::format(R"({{"source_id": {}, "destination_id": {}}})", source, destination));
-    return w && w->status == 202;
-}
-
 std::size_t count_rows(const shard_endpoint& s, const std::string& database, const std::string& sql) {
     auto r = query_sql(s, sql, database);
     return r && !r.value().empty() ? std::stoull(r.value().front()) : 0;
@@ -436,26 +431,14 @@ TEST(reshard, a_gateway_that_joins_during_the_copy_fails_the_split) {
     CAIRN_REQUIRE_SHARDS(2u);
     const std::string db4 = "cairn_reshard_late";
     const std::string db4_n = "cairn_reshard_late_n";
-    fresh_database(db4);
-    fresh_database(db4_n);
     const auto servers = test_shards();
     const auto keys = pick_split_keys(20, 20);
     cairnd_options oa;
     oa.database = db4;
     oa.shards = {servers[0], servers[1]};
     oa.journal_dir = make_temp_dir("cairn-reshard-late");
-    {
-        cairnd_process first(oa);
-        ASSERT_TRUE(first.start()) << first.log_tail();
-        for (std::size_t i = 0; i < 20; ++i) {
-            ASSERT_TRUE(post_edge(first.port(), keys.upper[i], keys.on_one[i]));
-            ASSERT_TRUE(post_edge(first.port(), keys.lower[i], keys.on_one[i]));
-        }
-        ASSERT_TRUE(wait_applied(first.port(), 30s));
-        ASSERT_EQ(first.terminate(), 0) << first.log_tail();
-    }
-    oa.shards.push_back(servers[1]);
-    oa.shard_databases = {"", "", db4_n};
+    const auto deployed = deploy_edges_then_list_a_third_shard(oa, keys, 20, db4_n);
+    ASSERT_TRUE(deployed.empty()) << deployed;
     oa.extra_toml = "[limits]\nsplit_copy_rows_per_second_max = 5\n";  // the copy lasts while the second one starts
     cairnd_process a(oa);
     ASSERT_TRUE(a.start()) << a.log_tail();

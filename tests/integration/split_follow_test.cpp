@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -47,15 +48,8 @@ std::string split_state_of(const shard_endpoint& s) {
     return r && !r.value().empty() ? r.value().front() : std::string();
 }
 
-bool post_edge(std::uint16_t port, std::int64_t source, std::int64_t destination) {
-    auto w = http_post(port, "/v1/graphs/g/edges", fmt::format(R"({{"source_id": {}, "destination_id": {}}})", source, destination));
-    return w && w->status == 202;
-}
-
 TEST(split, a_shard_splits_under_writes_and_its_upper_half_moves_whole) {
     CAIRN_REQUIRE_SHARDS(2u);
-    fresh_database(db);
-    fresh_database(db_n);
     const auto servers = test_shards();
 
     // Sources in the upper half of shard 0's range (R, the half that moves) and in its lower half;
@@ -71,21 +65,9 @@ TEST(split, a_shard_splits_under_writes_and_its_upper_half_moves_whole) {
     o.shards = {servers[0], servers[1]};
     o.journal_dir = make_temp_dir("cairn-split");
     edge_set acked;  // every edge acknowledged
-    {
-        cairnd_process first(o);
-        ASSERT_TRUE(first.start()) << first.log_tail();
-        for (std::size_t i = 0; i < 8; ++i) {
-            ASSERT_TRUE(post_edge(first.port(), upper[i], on_one[i]));
-            ASSERT_TRUE(post_edge(first.port(), lower[i], on_one[i]));
-            acked.insert({upper[i], on_one[i]});
-            acked.insert({lower[i], on_one[i]});
-        }
-        ASSERT_TRUE(wait_applied(first.port(), 30s));
-        ASSERT_EQ(first.terminate(), 0) << first.log_tail();
-    }
     // The third shard joins the config; keys still route by the two the deployment started with.
-    o.shards.push_back(servers[1]);
-    o.shard_databases = {"", "", db_n};
+    const auto deployed = deploy_edges_then_list_a_third_shard(o, keys, 8, db_n, &acked);
+    ASSERT_TRUE(deployed.empty()) << deployed;
     cairnd_process gw(o);
     ASSERT_TRUE(gw.start()) << gw.log_tail();
 
@@ -379,16 +361,15 @@ TEST(split, two_gateways_split_a_shard_under_reads_and_writes_and_a_restart_duri
     EXPECT_EQ(b.terminate(), 0) << b.log_tail();
 }
 
-// A gateway that starts after reads moved (the split held in `switched` by a third gateway that never
-// routes by it: a live lease and an adoption on shard 0 that the test writes), with a backlog of writes of
-// the moved half that it journaled under the old map and never applied: it adopts the split late, from
-// its journal's first seq, and the new shard applies that backlog (its worker goes back over the seqs it
-// had passed under the old map). Before, the old owner alone got them: lost to reads, then cleaned.
-TEST(split, a_gateway_that_starts_after_reads_moved_brings_its_backlog_of_the_moved_half_to_the_new_shard) {
+// A gateway that starts after reads moved (the split held in `hold` — switched or done — by a third
+// gateway that never routes by the next state: a live lease and an adoption on shard 0 that the test
+// writes), with a backlog of writes of the moved half that it journaled under the old map and never
+// applied: it adopts the split late, from its journal's first seq, and the new shard applies that backlog
+// (its worker goes back over the seqs it had passed under the old map). Before, the old owner alone got
+// them: lost to reads, then cleaned. In done it then cuts over, and the split runs to its end.
+void a_late_gateway_brings_its_backlog_to_the_new_shard(split_state hold) {
     CAIRN_REQUIRE_SHARDS(2u);
     const std::string db3 = "cairn_split3", db3_n = "cairn_split3_n";
-    fresh_database(db3);
-    fresh_database(db3_n);
     const auto servers = test_shards();
     const auto keys = pick_split_keys(40, 40);
     const auto& three = keys.three;
@@ -398,23 +379,11 @@ TEST(split, a_gateway_that_starts_after_reads_moved_brings_its_backlog_of_the_mo
     a_opts.node_id = 1;
     a_opts.shards = {servers[0], servers[1]};
     a_opts.journal_dir = make_temp_dir("cairn-split3-a");
-    {
-        cairnd_process first(a_opts);
-        ASSERT_TRUE(first.start()) << first.log_tail();
-        for (std::size_t i = 0; i < 40; ++i) {
-            ASSERT_TRUE(post_edge(first.port(), keys.upper[i], keys.on_one[i]));
-            ASSERT_TRUE(post_edge(first.port(), keys.lower[i], keys.on_one[i]));
-        }
-        ASSERT_TRUE(wait_applied(first.port(), 60s));
-        ASSERT_EQ(first.terminate(), 0) << first.log_tail();
-    }
-    // The third shard joins both configs. B journals writes of the moved half with shard 0 paused, so
+    // The third shard joins the config. B journals writes of the moved half with shard 0 paused, so
     // that they wait for the old owner while B's worker of the new shard passes them (under the map of
     // two shards, none is its own), and stops.
-    for (auto* o : {&a_opts}) {
-        o->shards.push_back(servers[1]);
-        o->shard_databases = {"", "", db3_n};
-    }
+    const auto deployed = deploy_edges_then_list_a_third_shard(a_opts, keys, 40, db3_n);
+    ASSERT_TRUE(deployed.empty()) << deployed;
     cairnd_options b_opts = a_opts;
     b_opts.node_id = 2;
     b_opts.journal_dir = make_temp_dir("cairn-split3-b");
@@ -441,20 +410,21 @@ TEST(split, a_gateway_that_starts_after_reads_moved_brings_its_backlog_of_the_mo
     shards::mariadb_conn admin(ioc.get_executor(), params_for(servers[0], db3));
     ASSERT_TRUE(run_on(ioc, admin.async_connect()));
     ASSERT_TRUE(run_on(ioc, shards::async_propose_split(admin, 2, 0, fmt::format("{}:{}", servers[1].host, servers[1].port), 1)));
-    // Node 3: live and adopted, it never says it routes by switched, so the split stays there.
+    // Node 3: live and adopted, it never says it routes by the held state, so the split stays there.
     ASSERT_TRUE(exec_sql(servers[0],
                          {"INSERT INTO gateway_leases (node_id, journal_id, holder, last_seq, renewed_at, expires_at, released) VALUES "
                           "(3, 3, 'test: a gateway that never follows', 0, NOW(6), NOW(6) + INTERVAL 1 HOUR, 0)",
                           "INSERT INTO shard_map_adoptions (version, node_id, from_seq, seen_state, cut_over_seq, adopted_at) VALUES "
-                          "(2, 3, 1, 0, 0, NOW(6))"},
+                          + fmt::format("(2, 3, 1, {}, 0, NOW(6))", hold == split_state::done ? static_cast<int>(split_state::switched) : 0)},
                          db3));
     ASSERT_TRUE(run_on(ioc, shards::async_move_split(admin, 2, split_state::planned, split_state::adopting, 1)));
     const auto state = [&] {
         auto r = query_sql(servers[0], "SELECT state FROM shard_maps WHERE version = 2", db3);
         return r && !r.value().empty() ? r.value().front() : std::string();
     };
-    ASSERT_TRUE(wait_until([&] { return state() == "switched" || state() == "failed"; }, 60s)) << state() << "\n" << a.log_tail(8000);
-    ASSERT_EQ(state(), "switched") << a.log_tail(8000);
+    const std::string held(split_state_name(hold));
+    ASSERT_TRUE(wait_until([&] { return state() == held || state() == "failed"; }, 60s)) << state() << "\n" << a.log_tail(8000);
+    ASSERT_EQ(state(), held) << a.log_tail(8000);
     // B starts now, its backlog unapplied: it joins after reads moved.
     cairnd_process b(b_opts);
     ASSERT_TRUE(b.start()) << b.log_tail();
@@ -462,7 +432,7 @@ TEST(split, a_gateway_that_starts_after_reads_moved_brings_its_backlog_of_the_mo
     ASSERT_TRUE(wait_until([&] { return b.log_tail(1 << 20).find("routing: now map version 2") != std::string::npos; }, 30s))
         << b.log_tail(8000);
     const auto b_log = b.log_tail(1 << 20);
-    EXPECT_NE(b_log.find("joined map version 2 after reads moved (switched)"), std::string::npos) << b_log.substr(0, 8000);
+    EXPECT_NE(b_log.find(fmt::format("joined map version 2 after reads moved ({})", held)), std::string::npos) << b_log.substr(0, 8000);
     ASSERT_TRUE(wait_applied(b.port(), 60s)) << b.log_tail(8000);
     // Every backlog edge's forward row is on the new shard, where reads of the moved half go now.
     const auto missing_on_n = [&] {
@@ -486,6 +456,131 @@ TEST(split, a_gateway_that_starts_after_reads_moved_brings_its_backlog_of_the_mo
     EXPECT_EQ(missing_on_n(), 0u);
     EXPECT_EQ(a.terminate(), 0) << a.log_tail();
     EXPECT_EQ(b.terminate(), 0) << b.log_tail();
+}
+
+TEST(split, a_gateway_that_starts_after_reads_moved_brings_its_backlog_of_the_moved_half_to_the_new_shard) {
+    a_late_gateway_brings_its_backlog_to_the_new_shard(split_state::switched);
+}
+
+TEST(split, a_gateway_that_starts_once_the_split_is_done_adopts_it_late_and_cuts_over) {
+    a_late_gateway_brings_its_backlog_to_the_new_shard(split_state::done);
+}
+
+// A counter whose rows live on their item's shard (shard_on), with a breakdown by site: reads without
+// the item are reads over every shard, summed.
+const std::string views_toml = R"([[counters.metrics]]
+name = "views"
+shard_on = "item"
+dimensions = [{ name = "site", type = "int" }, { name = "item", type = "int" }]
+tables = [{ name = "views_by_site", granularity = "day", key = ["site", "time", "item"] },
+          { name = "views_by_day", granularity = "day", key = ["time", "site", "item"] }]
+)";
+
+// From switched until the driver deletes the old owner's counter sums of the moved half (when every
+// live gateway reads it from the new shard), shard 0 still holds the sums of R as they were copied
+// while shard 2 holds them whole: a read over every shard must take R from shard 2 alone. A third
+// gateway that never follows holds the split in switched for as long as the test reads.
+TEST(split, counter_reads_over_every_shard_count_the_moved_half_once_while_the_old_owner_still_holds_its_sums) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    const std::string db5 = "cairn_split5", db5_n = "cairn_split5_n";
+    fresh_database(db5);
+    fresh_database(db5_n);
+    const auto servers = test_shards();
+    const auto keys = pick_split_keys(20, 1);
+    std::map<std::int64_t, std::int64_t> by_site;  // the model: views per site, both halves
+    std::int64_t upper_views = 0;
+    const auto view = [&](std::uint16_t port, std::int64_t site, std::int64_t item, std::int64_t delta) {
+        auto w = http_post(port, "/v1/counters/views",
+                           fmt::format(R"({{"dimensions": {{"site": {}, "item": {}}}, "time": "2026-11-20T10:00:00Z", "delta": {}}})",
+                                       site, item, delta));
+        if (!w || w->status != 202) return false;
+        by_site[site] += delta;
+        if (keys.three.shard_of_id(item) == 2) upper_views += delta;
+        return true;
+    };
+    cairnd_options o;
+    o.database = db5;
+    o.shards = {servers[0], servers[1]};
+    o.journal_dir = make_temp_dir("cairn-split5");
+    o.extra_toml = views_toml;
+    {
+        cairnd_process first(o);
+        ASSERT_TRUE(first.start()) << first.log_tail();
+        for (std::size_t i = 0; i < 20; ++i) {
+            const auto delta = static_cast<std::int64_t>(i + 1);
+            ASSERT_TRUE(view(first.port(), 1 + static_cast<std::int64_t>(i % 2), keys.upper[i], delta));
+            ASSERT_TRUE(view(first.port(), 1 + static_cast<std::int64_t>(i % 2), keys.lower[i], 100 * delta));
+        }
+        ASSERT_TRUE(wait_applied(first.port(), 30s));
+        ASSERT_EQ(first.terminate(), 0) << first.log_tail();
+    }
+    o.shards.push_back(servers[1]);
+    o.shard_databases = {"", "", db5_n};
+    cairnd_process a(o);
+    ASSERT_TRUE(a.start()) << a.log_tail();
+    ASSERT_TRUE(wait_shard_up(a.port(), 2)) << a.log_tail(8000);
+    asio::io_context ioc;
+    shards::mariadb_conn admin(ioc.get_executor(), params_for(servers[0], db5));
+    ASSERT_TRUE(run_on(ioc, admin.async_connect()));
+    ASSERT_TRUE(run_on(ioc, shards::async_propose_split(admin, 2, 0, fmt::format("{}:{}", servers[1].host, servers[1].port), 1)));
+    ASSERT_TRUE(exec_sql(servers[0],
+                         {"INSERT INTO gateway_leases (node_id, journal_id, holder, last_seq, renewed_at, expires_at, released) VALUES "
+                          "(3, 3, 'test: a gateway that never follows', 0, NOW(6), NOW(6) + INTERVAL 1 HOUR, 0)",
+                          "INSERT INTO shard_map_adoptions (version, node_id, from_seq, seen_state, cut_over_seq, adopted_at) VALUES "
+                          "(2, 3, 1, 0, 0, NOW(6))"},
+                         db5));
+    ASSERT_TRUE(run_on(ioc, shards::async_move_split(admin, 2, split_state::planned, split_state::adopting, 1)));
+    const auto state = [&] {
+        auto r = query_sql(servers[0], "SELECT state FROM shard_maps WHERE version = 2", db5);
+        return r && !r.value().empty() ? r.value().front() : std::string();
+    };
+    ASSERT_TRUE(wait_until([&] { return state() == "switched" || state() == "failed"; }, 60s)) << state() << "\n" << a.log_tail(8000);
+    ASSERT_EQ(state(), "switched") << a.log_tail(8000);
+    ASSERT_TRUE(wait_until([&] { return a.log_tail(1 << 20).find(", reads moved") != std::string::npos; }, 30s))
+        << a.log_tail(8000);
+
+    const auto sum_on = [&](const shard_endpoint& s, const std::string& database) -> std::int64_t {
+        auto r = query_sql(s, "SELECT COALESCE(SUM(count), 0) FROM counts_views_by_site", database);
+        return r && !r.value().empty() ? std::stoll(r.value().front()) : -1;
+    };
+    const auto total = [&](const std::string& query) -> std::int64_t {
+        auto r = http_get(a.port(), "/v1/counters/views/" + query);
+        if (!r || r->status != 200) return -1;
+        return nlohmann::json::parse(r->body)["total"].get<std::int64_t>();
+    };
+    const auto model_total = [&] {
+        std::int64_t t = 0;
+        for (const auto& [_, n] : by_site) t += n;
+        return t;
+    };
+    const auto check_reads = [&](const char* when) {
+        EXPECT_EQ(total("total?from=2026-11-20&to=2026-11-21&granularity=day"), model_total()) << when;
+        EXPECT_EQ(total("total?site=1&from=2026-11-20&to=2026-11-21"), by_site[1]) << when;
+        EXPECT_EQ(total("series?site=2&from=2026-11-19&to=2026-11-22"), by_site[2]) << when;
+        auto top = http_get(a.port(), "/v1/counters/views/top?by=site&from=2026-11-20&to=2026-11-21");
+        ASSERT_TRUE(top && top->status == 200) << (top ? top->body : "no answer");
+        const auto j = nlohmann::json::parse(top->body);
+        std::map<std::int64_t, std::int64_t> got;
+        for (const auto& row : j["rows"]) got[row["value"].get<std::int64_t>()] = row["count"].get<std::int64_t>();
+        EXPECT_EQ(got, by_site) << when << ": " << top->body;
+    };
+    // The old owner still holds the moved half's sums as copied; the new shard holds them whole.
+    EXPECT_EQ(sum_on(servers[0], db5), model_total());
+    EXPECT_EQ(sum_on(servers[1], db5_n), upper_views);
+    check_reads("in switched, right after the copy");
+    // Increments of the moved half now land on the new shard alone.
+    for (std::size_t i = 0; i < 4; ++i) ASSERT_TRUE(view(a.port(), 2, keys.upper[i], 1000));
+    ASSERT_TRUE(wait_applied(a.port(), 30s)) << a.log_tail(8000);
+    EXPECT_EQ(sum_on(servers[1], db5_n), upper_views);
+    check_reads("in switched, after increments of the moved half");
+
+    // Node 3 goes: the driver deletes shard 0's sums of the half and the split runs to its end.
+    ASSERT_TRUE(exec_sql(servers[0], {"DELETE FROM gateway_leases WHERE node_id = 3"}, db5));
+    ASSERT_TRUE(wait_until([&] { return state() == "retired" || state() == "failed"; }, 60s)) << state() << "\n" << a.log_tail(8000);
+    EXPECT_EQ(state(), "retired") << a.log_tail(8000);
+    EXPECT_EQ(sum_on(servers[0], db5), model_total() - upper_views);
+    check_reads("retired");
+    EXPECT_EQ(a.terminate(), 0) << a.log_tail();
 }
 
 }  // namespace

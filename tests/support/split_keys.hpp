@@ -5,10 +5,12 @@
 #pragma once
 
 #include "core/shard_map.hpp"
+#include "tests/support/cairnd_process.hpp"
 #include "tests/support/e2e.hpp"
 #include "tests/support/own_servers.hpp"
 #include "tests/support/test_shards.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -53,6 +55,38 @@ inline edge_set forward_edges(const shard_endpoint& s, const std::string& databa
         out.emplace(a, b);
     }
     return out;
+}
+
+// Writes the edge source -> destination in graph g through cairnd on port; true when acknowledged.
+inline bool post_edge(std::uint16_t port, std::int64_t source, std::int64_t destination) {
+    auto w = http_post(port, "/v1/graphs/g/edges", fmt::format(R"({{"source_id": {}, "destination_id": {}}})", source, destination));
+    return w && w->status == 202;
+}
+
+// The deployment a split test starts from: the databases made fresh (o.database on both servers of
+// o.shards, database_n on the second for the third shard), the edges upper[i] -> on_one[i] and
+// lower[i] -> on_one[i] for i < edges written through a first gateway of o (into *acked if given) and
+// applied, the gateway stopped; then o lists the third shard (database_n on the second server), while
+// keys still route by the two shards the deployment started with. Empty, or what failed.
+inline std::string deploy_edges_then_list_a_third_shard(cairnd_options& o, const split_keys& keys, std::size_t edges,
+                                                        const std::string& database_n, edge_set* acked = nullptr) {
+    fresh_database(o.database);
+    fresh_database(database_n);
+    {
+        cairnd_process first(o);
+        if (!first.start()) return "the first gateway did not start: " + first.log_tail();
+        for (std::size_t i = 0; i < edges; ++i) {
+            for (const auto source : {keys.upper.at(i), keys.lower.at(i)}) {
+                if (!post_edge(first.port(), source, keys.on_one.at(i))) return fmt::format("the edge {} -> {} was not acknowledged", source, keys.on_one.at(i));
+                if (acked) acked->insert({source, keys.on_one.at(i)});
+            }
+        }
+        if (!wait_applied(first.port(), std::chrono::seconds(60))) return "the first edges were not applied: " + first.log_tail(8000);
+        if (first.terminate() != 0) return "the first gateway did not stop cleanly: " + first.log_tail();
+    }
+    o.shards.push_back(o.shards.at(1));
+    o.shard_databases = {"", "", database_n};
+    return {};
 }
 
 // Waits until cairnd on port says shard `shard` is up (its worker connected and made its tables): a

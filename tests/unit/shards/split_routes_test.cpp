@@ -67,6 +67,28 @@ TEST(split_routes, each_state_of_a_running_split_gives_its_table) {
     EXPECT_EQ(route_table_for({split_of(base, 2, 1, split_state::done)}, 2, 40, 7).value().split()->cut_over_seq, 40u);
 }
 
+TEST(split_routes, an_adoption_not_yet_durable_holds_every_shard_and_keeps_reads_on_the_old_owner) {
+    const auto base = core::shard_map::equal_ranges(2);
+    // In adopting (a gateway adopting on time) and in switched (one adopting late): the same table.
+    for (const auto s : {split_state::adopting, split_state::switched, split_state::done}) {
+        auto t = pending_adoption_table({split_of(base, 2, 1, s)}, 2, 17);
+        ASSERT_TRUE(t.has_value()) << split_state_name(s);
+        const auto& sp = t.value().split();
+        ASSERT_TRUE(sp.has_value());
+        EXPECT_EQ(t.value().version(), 2u);
+        EXPECT_EQ(sp->adoption_seq, 17u);
+        EXPECT_TRUE(sp->adoption_pending);
+        EXPECT_TRUE(sp->new_shard_held);
+        EXPECT_FALSE(sp->reads_moved) << split_state_name(s);
+        EXPECT_EQ(sp->cut_over_seq, 0u);
+        for (core::shard_index shard = 0; shard < 3; ++shard) EXPECT_FALSE(t.value().may_apply(shard, 17));
+        EXPECT_TRUE(t.value().may_apply(0, 16));
+    }
+    // No active split: nothing to adopt.
+    EXPECT_EQ(pending_adoption_table({}, 2, 17).error(), core::errc::shard_rejected);
+    EXPECT_EQ(pending_adoption_table({split_of(base, 2, 1, split_state::failed)}, 2, 17).error(), core::errc::shard_rejected);
+}
+
 TEST(split_routes, a_cleaned_split_is_the_map_in_force_for_the_next) {
     const auto base = core::shard_map::equal_ranges(2);
     const auto v2 = split_of(base, 2, 0, split_state::retired);
