@@ -5,6 +5,7 @@
 #include "core/shard_map.hpp"
 #include "tests/support/cairnd_process.hpp"
 #include "tests/support/e2e.hpp"
+#include "tests/support/own_servers.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -137,13 +138,16 @@ TEST(gateways, a_read_on_another_gateway_waits_for_the_writers_applied_marks) {
     EXPECT_EQ(waited->status, 200) << waited->body;
     EXPECT_EQ(json::parse(waited->body)["position"], 5) << waited->body;
 
-    // The marks are on both shards (the edge has a row on each endpoint's shard, or the idle flush
-    // wrote the other), and A's own seq form works on A, while a bad one is refused.
-    for (const auto& s : test_shards()) {
+    // The marks reach both shards (the edge has a row on each endpoint's shard, or the idle flush
+    // writes the other's: waited on, the read above needed only the source's shard), and A's own seq
+    // form works on A, while a bad one is refused.
+    const auto mark_on = [&](const shard_endpoint& s) -> std::uint64_t {
         auto m = query_sql(s, "SELECT seq FROM applied_marks WHERE node_id = 1", db);
-        ASSERT_TRUE(m);
-        ASSERT_EQ(m.value().size(), 1u);
-        EXPECT_GE(std::stoull(m.value()[0]), ack["seq"].get<std::uint64_t>());
+        return m && m.value().size() == 1 ? std::stoull(m.value()[0]) : 0;
+    };
+    for (const auto& s : test_shards()) {
+        EXPECT_TRUE(wait_until([&] { return mark_on(s) >= ack["seq"].get<std::uint64_t>(); }, 20s))
+            << "shard " << s.port << ": mark " << mark_on(s) << ", want at least " << ack["seq"].get<std::uint64_t>();
     }
     r = http_get(a.port(), "/v1/graphs/g/edges/7/8?after=" + after);
     ASSERT_TRUE(r);
@@ -172,15 +176,14 @@ TEST(gateways, metrics_show_the_window_only_this_gateway_holds) {
     }
     EXPECT_EQ(metric(a.port(), "cairn_apply_unapplied_ops"), 5.0);
     // The oldest op's age grows while nothing applies (waited on, not slept for).
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
     std::optional<double> age;
-    while (std::chrono::steady_clock::now() < deadline) {
-        age = metric(a.port(), "cairn_apply_oldest_unapplied_age_seconds");
-        if (age && *age > 0.2) break;
-        std::this_thread::sleep_for(50ms);
-    }
-    ASSERT_TRUE(age);
-    EXPECT_GT(*age, 0.2);
+    EXPECT_TRUE(wait_until(
+        [&] {
+            age = metric(a.port(), "cairn_apply_oldest_unapplied_age_seconds");
+            return age && *age > 0.2;
+        },
+        10s))
+        << (age ? std::to_string(*age) : "no metric");
     auto resume = http_post(a.port(), "/v1/admin/apply/resume", R"({"all": true})");
     ASSERT_TRUE(resume);
     ASSERT_TRUE(wait_applied(a.port(), 20s));
@@ -209,12 +212,7 @@ TEST(gateways, a_gateway_that_lists_the_shards_in_another_order_touches_neither)
     }
 
     const auto refused_within = [](cairnd_process& gw, const std::string& text) {
-        const auto deadline = std::chrono::steady_clock::now() + 20s;
-        while (std::chrono::steady_clock::now() < deadline) {
-            if (gw.log_tail(20000).find(text) != std::string::npos) return true;
-            std::this_thread::sleep_for(50ms);
-        }
-        return false;
+        return wait_until([&] { return gw.log_tail(20000).find(text) != std::string::npos; }, 20s);
     };
     auto swapped = gateway(db, 2);
     swapped.shards = {shards[1], shards[0]};
