@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <charconv>
 #include <span>
 
 namespace cairn::shards {
@@ -57,6 +58,17 @@ constexpr std::string_view create_steps_sql = R"(CREATE TABLE IF NOT EXISTS shar
   done_ms BIGINT UNSIGNED NOT NULL,
   PRIMARY KEY (version, step, unit)
 ) ENGINE=InnoDB COMMENT 'the parts of a split''s copy and clean that are done: a driver that restarts skips them (docs/resharding.md)')";
+
+constexpr std::string_view create_resume_sql = R"(CREATE TABLE IF NOT EXISTS shard_map_resume (
+  version INT UNSIGNED NOT NULL,
+  unit VARCHAR(200) NOT NULL COMMENT 'the copy group',
+  tbl VARCHAR(200) NOT NULL COMMENT 'its table the copy was in',
+  after_key MEDIUMBLOB NOT NULL COMMENT 'the scan key of the last row written: per column, its length in decimal, a colon, its bytes',
+  rows_read BIGINT UNSIGNED NOT NULL,
+  driver INT UNSIGNED NOT NULL,
+  at_ms BIGINT UNSIGNED NOT NULL,
+  PRIMARY KEY (version, unit)
+) ENGINE=InnoDB COMMENT 'how far a split''s copy got inside a group whose rows stand alone: a driver that restarts resumes there (docs/resharding.md)')";
 
 constexpr std::array<std::string_view, 10> state_names{"planned",   "adopting", "copying", "catching_up", "verifying",
                                                        "switched",  "done",     "cleaning", "retired",    "failed"};
@@ -284,6 +296,62 @@ asio::awaitable<core::result<std::vector<step_done>>> async_steps_done(mariadb_c
     for (std::size_t i = 0; i < r.value().size(); ++i) {
         out.push_back({version, step, std::string(r.value().at(i, 0).value_or("")), r.value().uint64_at(i, 1),
                        r.value().uint64_at(i, 2), static_cast<std::uint32_t>(r.value().uint64_at(i, 3)), r.value().uint64_at(i, 4)});
+    }
+    co_return out;
+}
+
+namespace {
+
+std::string encode_key(const std::vector<std::string>& key) {
+    std::string out;
+    for (const auto& k : key) fmt::format_to(std::back_inserter(out), "{}:{}", k.size(), k);
+    return out;
+}
+
+std::optional<std::vector<std::string>> decode_key(std::string_view in) {
+    std::vector<std::string> out;
+    while (!in.empty()) {
+        const auto colon = in.find(':');
+        if (colon == std::string_view::npos || colon == 0 || colon > 9) return std::nullopt;
+        std::size_t n = 0;
+        if (std::from_chars(in.data(), in.data() + colon, n).ptr != in.data() + colon) return std::nullopt;
+        in.remove_prefix(colon + 1);
+        if (n > in.size()) return std::nullopt;
+        out.emplace_back(in.substr(0, n));
+        in.remove_prefix(n);
+    }
+    if (out.empty()) return std::nullopt;
+    return out;
+}
+
+}  // namespace
+
+asio::awaitable<core::result<void>> async_mark_copy_position(mariadb_conn& conn, const copy_position& p) {
+    const std::string unit = p.group.substr(0, 200);
+    const std::string table = p.table.substr(0, 200);
+    const std::string key = encode_key(p.after);
+    const std::array<sql_param, 7> params{std::uint64_t{p.version}, std::string_view(unit), std::string_view(table), std::string_view(key),
+                                          p.rows_read, std::uint64_t{p.driver}, p.at_ms};
+    constexpr std::string_view sql =
+        "REPLACE INTO shard_map_resume (version, unit, tbl, after_key, rows_read, driver, at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)";
+    co_return co_await async_write_creating(conn, sql, params, create_resume_sql);
+}
+
+asio::awaitable<core::result<std::vector<copy_position>>> async_copy_positions(mariadb_conn& conn, std::uint32_t version) {
+    const std::array<sql_param, 1> key{std::uint64_t{version}};
+    auto r = co_await conn.async_query_prepared(
+        "SELECT unit, tbl, after_key, rows_read, driver, at_ms FROM shard_map_resume WHERE version = ? ORDER BY unit", key);
+    if (!r) {
+        if (tables_missing(conn)) co_return std::vector<copy_position>{};
+        co_return r.error();
+    }
+    std::vector<copy_position> out;
+    for (std::size_t i = 0; i < r.value().size(); ++i) {
+        auto after = decode_key(r.value().at(i, 2).value_or(""));
+        if (!after) continue;
+        out.push_back({version, std::string(r.value().at(i, 0).value_or("")), std::string(r.value().at(i, 1).value_or("")),
+                       std::move(*after), r.value().uint64_at(i, 3), static_cast<std::uint32_t>(r.value().uint64_at(i, 4)),
+                       r.value().uint64_at(i, 5)});
     }
     co_return out;
 }

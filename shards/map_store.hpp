@@ -131,4 +131,24 @@ struct step_done {
 [[nodiscard]] boost::asio::awaitable<core::result<std::vector<step_done>>> async_steps_done(mariadb_conn& conn, std::uint32_t version,
                                                                                           split_step step);
 
+// How far a copy got inside a group whose rows stand alone (range_copy.hpp's copy_resume): the table
+// it was in and the scan key of the last row it wrote there, one per version and group (table
+// shard_map_resume), so that a driver after a restart resumes there instead of at the group's start.
+struct copy_position {
+    std::uint32_t version = 0;
+    std::string group;
+    std::string table;
+    std::vector<std::string> after;  // the scan key's columns (bytes; integers in decimal)
+    std::uint64_t rows_read = 0;     // of the table so far
+    std::uint32_t driver = 0;
+    std::uint64_t at_ms = 0;
+    friend bool operator==(const copy_position&, const copy_position&) = default;
+};
+// Replaces the group's position.
+[[nodiscard]] boost::asio::awaitable<core::result<void>> async_mark_copy_position(mariadb_conn& conn, const copy_position& p);
+// The positions of a version's groups; a row whose key does not decode is left out (its group is
+// copied whole). Empty if there are none.
+[[nodiscard]] boost::asio::awaitable<core::result<std::vector<copy_position>>> async_copy_positions(mariadb_conn& conn,
+                                                                                                  std::uint32_t version);
+
 }  // namespace cairn::shards

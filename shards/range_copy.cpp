@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <set>
 
@@ -75,7 +76,8 @@ std::vector<copy_group> all_groups(const std::vector<stored_index_def>& defs, co
     out.push_back({"entities",
                    {routed("entities", {"kind", "id", "ts", "deleted", "body"}, {{"added_id", uint64}}, {"kind", "id"},
                            route_by::bytes, "id"),
-                    whole("index_defs", {"name", "ts", "dropped", "definition"}, {{"name", bytes}})}});
+                    whole("index_defs", {"name", "ts", "dropped", "definition"}, {{"name", bytes}})},
+                   true});
     for (const auto& d : defs) {
         if (!d.def) continue;
         const auto& def = *d.def;
@@ -96,12 +98,14 @@ std::vector<copy_group> all_groups(const std::vector<stored_index_def>& defs, co
         const auto route = key[def.shard_on].type == bytes ? route_by::bytes : route_by::integer;
         auto route_column = key[def.shard_on].name;
         out.push_back({"index " + def.name,
-                       {routed(def.sql_name(), std::move(columns), std::move(key), std::move(unique), route, std::move(route_column))}});
+                       {routed(def.sql_name(), std::move(columns), std::move(key), std::move(unique), route, std::move(route_column))},
+                       true});
     }
     for (const auto& t : cells.tables) {
         out.push_back({"cells " + t,
                        {routed("cells_" + t, {"row_key", "column_name", "ref_key", "body", "ts"}, {{"added_id", uint64}},
-                               {"row_key", "column_name", "ref_key"}, route_by::bytes, "row_key")}});
+                               {"row_key", "column_name", "ref_key"}, route_by::bytes, "row_key")},
+                       true});
     }
     copy_group c{"counters", {whole("counter_ops", {"op_id", "applied_ms"}, {{"op_id", uint64}})}};
     for (const auto& m : counters.metrics) {
@@ -165,6 +169,31 @@ struct scan_position {
     std::vector<std::string> texts;
     std::vector<sql_param> key;  // one per key column, pointing into the above
 
+    // From a resume point's text (copy_resume::after); false if it does not fit t's scan key.
+    bool take_text(const copy_table& t, const std::vector<std::string>& after) {
+        if (after.size() != t.scan_key.size() || after.empty()) return false;
+        ints.assign(t.scan_key.size(), 0);
+        uints.assign(t.scan_key.size(), 0);
+        texts.assign(after.begin(), after.end());
+        key.clear();
+        for (std::size_t i = 0; i < t.scan_key.size(); ++i) {
+            const auto& v = texts[i];
+            const auto* end = v.data() + v.size();
+            switch (t.scan_key[i].type) {
+                case key_type::int64:
+                    if (v.empty() || std::from_chars(v.data(), end, ints[i]).ptr != end) return false;
+                    key.emplace_back(ints[i]);
+                    break;
+                case key_type::uint64:
+                    if (v.empty() || std::from_chars(v.data(), end, uints[i]).ptr != end) return false;
+                    key.emplace_back(uints[i]);
+                    break;
+                case key_type::bytes: key.emplace_back(std::string_view(texts[i])); break;
+            }
+        }
+        return true;
+    }
+
     void take(const copy_table& t, const rows& r, std::size_t row) {
         ints.assign(t.scan_key.size(), 0);
         uints.assign(t.scan_key.size(), 0);
@@ -203,9 +232,11 @@ bool in_range(const copy_table& t, const rows& r, std::size_t row, std::size_t r
 // Reads a table of the range chunk by chunk on conn (inside the caller's snapshot) and hands each
 // chunk's rows of the range to on_rows(rows, row indices), with the copied columns starting at
 // column scan_key.size().
+// after: start past this scan key (a resumed copy), not at the table's first row.
 template <class OnRows>
 asio::awaitable<core::result<void>> async_scan(mariadb_conn& conn, const copy_table& t, core::hash_range range,
-                                               const range_copy_options& options, OnRows on_rows) {
+                                               const range_copy_options& options, OnRows on_rows,
+                                               const scan_position* after = nullptr) {
     const std::size_t chunk_rows = options.chunk_rows;
     const auto first_sql = select_sql(t, false, chunk_rows);
     const auto next_sql = select_sql(t, true, chunk_rows);
@@ -213,6 +244,18 @@ asio::awaitable<core::result<void>> async_scan(mariadb_conn& conn, const copy_ta
         t.route == route_by::whole ? 0 : t.scan_key.size() + position_of(t.columns, t.route_column);
     scan_position at;
     bool first = true;
+    if (after != nullptr) {
+        at = *after;
+        at.key.clear();  // it pointed into *after's vectors: rebuilt on the copy
+        for (std::size_t i = 0; i < t.scan_key.size(); ++i) {
+            switch (t.scan_key[i].type) {
+                case key_type::int64: at.key.emplace_back(at.ints[i]); break;
+                case key_type::uint64: at.key.emplace_back(at.uints[i]); break;
+                case key_type::bytes: at.key.emplace_back(std::string_view(at.texts[i])); break;
+            }
+        }
+        first = false;
+    }
     while (true) {
         if (options.stop_requested && options.stop_requested()) co_return core::errc::shutting_down;
         const auto params = at.params();
@@ -365,30 +408,49 @@ asio::awaitable<core::result<range_copy_stats>> async_copy_range(mariadb_conn& f
     };
     for (const auto& g : groups) {
         const range_copy_stats before = stats;
+        // A resume point inside this group: the tables before its table are skipped, and that table's
+        // scan starts past its key. One that does not fit is ignored (the group is copied whole).
+        std::size_t first_table = 0;
+        scan_position resume_at;
+        bool resuming = false;
+        if (options.resume && options.resume->group == g.name && g.resumable) {
+            const auto it = std::find_if(g.tables.begin(), g.tables.end(),
+                                         [&](const copy_table& t) { return t.name == options.resume->table; });
+            if (it != g.tables.end() && resume_at.take_text(*it, options.resume->after)) {
+                first_table = static_cast<std::size_t>(it - g.tables.begin());
+                resuming = true;
+            }
+        }
         auto r = co_await async_in_snapshot(from, [&]() -> asio::awaitable<core::result<void>> {
-            for (const auto& t : g.tables) {
+            for (std::size_t i = first_table; i < g.tables.size(); ++i) {
+                const auto& t = g.tables[i];
                 if (!target_tables.value().contains(t.name)) {
                     if (auto c = co_await async_ensure_table(from, to, t.name); !c) co_return c;
                     target_tables.value().insert(t.name);
                 }
-                range_copy_progress p{g.name, t.name, 0, 0};
-                auto s = co_await async_scan(from, t, range, options,
-                                             [&](const rows& got, const std::vector<std::size_t>& mine) -> asio::awaitable<core::result<void>> {
-                                                 p.rows_read += got.size();
-                                                 p.rows_copied += mine.size();
-                                                 stats.rows_read += got.size();
-                                                 stats.rows_copied += mine.size();
-                                                 if (auto w = co_await async_write(to, t, got, mine, t.scan_key.size()); !w) co_return w;
-                                                 if (progress) progress(p);
-                                                 co_await keep_pace();
-                                                 co_return core::success();
-                                             });
+                range_copy_progress p{g.name, t.name, 0, 0, {}};
+                const auto on_rows = [&](const rows& got, const std::vector<std::size_t>& mine) -> asio::awaitable<core::result<void>> {
+                    p.rows_read += got.size();
+                    p.rows_copied += mine.size();
+                    stats.rows_read += got.size();
+                    stats.rows_copied += mine.size();
+                    if (auto w = co_await async_write(to, t, got, mine, t.scan_key.size()); !w) co_return w;
+                    if (got.size() != 0) {
+                        p.last_key.clear();
+                        for (std::size_t k = 0; k < t.scan_key.size(); ++k) p.last_key.emplace_back(got.at(got.size() - 1, k).value_or(""));
+                    }
+                    if (progress) progress(p);
+                    co_await keep_pace();
+                    co_return core::success();
+                };
+                const bool resumed_here = resuming && i == first_table;
+                auto s = co_await async_scan(from, t, range, options, on_rows, resumed_here ? &resume_at : nullptr);
                 if (!s) co_return s;
             }
             co_return core::success();
         });
         if (!r) co_return r.error();
-        if (done) done({g.name, {}, stats.rows_read - before.rows_read, stats.rows_copied - before.rows_copied});
+        if (done) done({g.name, {}, stats.rows_read - before.rows_read, stats.rows_copied - before.rows_copied, {}});
     }
     co_return stats;
 }
@@ -406,7 +468,7 @@ asio::awaitable<core::result<range_copy_stats>> async_delete_range(mariadb_conn&
             if (t.route == route_by::whole) continue;  // on every shard: nothing of it moved
             // DELETE FROM t WHERE (k1 = ? AND k2 = ?) OR (...): the rows of one chunk in the range, by
             // their scan key (unique). Each chunk commits on its own: the scan goes on past deleted rows.
-            range_copy_progress p{g.name, t.name, 0, 0};
+            range_copy_progress p{g.name, t.name, 0, 0, {}};
             auto s = co_await async_scan(conn, t, range, options,
                                          [&](const rows& got, const std::vector<std::size_t>& mine) -> asio::awaitable<core::result<void>> {
                                              p.rows_read += got.size();

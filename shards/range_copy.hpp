@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,18 @@ struct copy_table {
 struct copy_group {
     std::string name;  // "edges", "entities", "counters", "index by_email", "cells posts" — for progress and errors
     std::vector<copy_table> tables;
+    // Each row of its tables stands alone (entities, index rows, cells: last writer wins per row), so
+    // a copy may resume inside it from another snapshot (copy_resume). Not edges (their counts and
+    // registers must agree with them) nor counters (sums with their op ids).
+    bool resumable = false;
+};
+
+// Where a copy resumes inside a resumable group: its tables before `table` are done, and `table`'s
+// rows up to the scan key `after` (each key column's bytes; integers in decimal) are written.
+struct copy_resume {
+    std::string group;
+    std::string table;
+    std::vector<std::string> after;
 };
 
 // The groups for the source behind conn: edges, entities and index definitions, each index's rows,
@@ -80,6 +93,10 @@ struct range_copy_options {
     // Asked before every chunk; true ends the copy, diff or delete with shutting_down (cairnd's stop
     // must not wait for a whole range).
     std::function<bool()> stop_requested;
+    // The copy only: where an earlier run of it stopped, if that was inside a resumable group. A point
+    // that does not fit the plan (another group, a table it does not have, a key of another shape) is
+    // ignored: that group is copied whole.
+    std::optional<copy_resume> resume;
 };
 
 struct range_copy_progress {
@@ -87,6 +104,8 @@ struct range_copy_progress {
     std::string table;
     std::uint64_t rows_read = 0;    // of this table so far (of the group, in a group's done)
     std::uint64_t rows_copied = 0;  // of them, in the range (or all, for a whole table)
+    // The copy's chunks: the scan key of the last row read, as copy_resume::after (its rows are written).
+    std::vector<std::string> last_key;
 };
 
 // Told when a part of the work is done for good: by the copy, each group once its snapshot's rows are

@@ -119,6 +119,15 @@ asio::awaitable<void> split_driver::async_publish(mariadb_conn& conn, std::uint3
     } else if (r) {
         publish_failed_ = false;
     }
+    if (position_dirty_ && position_) {
+        const auto at = *position_;  // the copy may move it while this writes
+        position_dirty_ = false;
+        if (auto w = co_await async_mark_copy_position(conn, at); !w) {
+            spdlog::warn("split: writing the copy's position in {} on shard 0 failed: {} (tried again with the next progress)",
+                         at.group, w.error().message());
+            position_dirty_ = true;
+        }
+    }
     while (!parts_done_.empty()) {
         if (auto w = co_await async_mark_step_done(conn, parts_done_.front()); !w) {
             spdlog::warn("split: marking {} {} done on shard 0 failed: {} (tried again with the next progress)",
@@ -162,6 +171,12 @@ void split_driver::on_part_done(std::uint32_t version, split_step step, const ra
                  p.rows_copied, step == split_step::copy ? "copied" : "deleted");
     parts_done_.push_back({version, step, unit, p.rows_read, p.rows_copied, node_id_, core::system_wall_clock_ms()});
     if (ticker_ != nullptr) ticker_->cancel();  // written now rather than at the next tick
+}
+
+void split_driver::on_copy_position(std::uint32_t version, const range_copy_progress& p) {
+    if (p.last_key.empty()) return;
+    position_ = copy_position{version, p.group, p.table, p.last_key, p.rows_read, node_id_, core::system_wall_clock_ms()};
+    position_dirty_ = true;
 }
 
 asio::awaitable<void> split_driver::async_start_step(mariadb_conn& source, const std::vector<copy_group>& plan,
@@ -405,12 +420,33 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
             auto plan = co_await async_open_pair(source, from, target, to);
             if (!plan) co_return plan.error();
             if (auto r = co_await async_skip_done(lock, split.version, split_step::copy, plan.value()); !r) co_return r;
-            const range_copy_options o = step_options(true);
+            range_copy_options o = step_options(true);
+            // Inside a group whose rows stand alone, an earlier run's position: the copy resumes there.
+            position_.reset();
+            position_dirty_ = false;
+            auto positions = co_await async_copy_positions(lock, split.version);
+            if (!positions) co_return positions.error();
+            if (!plan.value().empty() && plan.value().front().resumable) {
+                for (auto& at : positions.value()) {
+                    if (at.group != plan.value().front().name) continue;
+                    spdlog::info("split: map version {}: resuming the copy of {} in {} after {} rows read there by node {}",
+                                 split.version, at.group, at.table, at.rows_read, at.driver);
+                    o.resume = copy_resume{at.group, at.table, std::move(at.after)};
+                }
+            }
+            std::set<std::string, std::less<>> resumable;
+            for (const auto& g : plan.value()) {
+                if (g.resumable) resumable.insert(g.name);
+            }
             co_await async_start_step(source, plan.value(), fmt::format("copying shard {}'s hashes {}..{} to shard {}", from,
                                                                          range.first, range.last, to));
             auto copied = co_await async_publishing(lock, split.version, split.state, [&]() {
                 return async_copy_range(
-                    source, target, plan.value(), range, o, [this](const range_copy_progress& p) { on_chunk(p, "copying"); },
+                    source, target, plan.value(), range, o,
+                    [this, &split, &resumable](const range_copy_progress& p) {
+                        on_chunk(p, "copying");
+                        if (resumable.contains(p.group)) on_copy_position(split.version, p);
+                    },
                     [this, &split](const range_copy_progress& p) { on_part_done(split.version, split_step::copy, p); });
             });
             source.close();

@@ -3,8 +3,9 @@
 // 0 acts. Each interval it reads the active split and takes the next step when its condition holds:
 //   adopting -> copying      every live gateway adopted, and shard I applied each one's ops up to its
 //                            adoption seq - 1 (its applied mark there);
-//   copying -> catching_up   the range is copied from I to N (shards/range_copy.hpp), from the start
-//                            again after an interruption (the copy is idempotent);
+//   copying -> catching_up   the range is copied from I to N (shards/range_copy.hpp); after an
+//                            interruption from the first group not marked done, inside it past its
+//                            marked position if its rows stand alone (the copy is idempotent);
 //   catching_up -> verifying N's applied mark of each adopted gateway reached I's;
 //   verifying -> switched    the diff of every table of the range but the counters' is clean (counters
 //                            differ by design: R's increments from the adoption are N's alone); a diff
@@ -34,6 +35,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,6 +90,8 @@ private:
     boost::asio::awaitable<core::result<void>> async_skip_done(mariadb_conn& conn, std::uint32_t version, split_step step,
                                                                std::vector<copy_group>& plan);
     void on_part_done(std::uint32_t version, split_step step, const range_copy_progress& p);
+    // A chunk of a resumable copy group written: the position the next publish writes to shard 0.
+    void on_copy_position(std::uint32_t version, const range_copy_progress& p);
     // Runs step, publishing the progress (and the parts done) through conn every 2 s meanwhile, and
     // stopping it if the split leaves `state` meanwhile (cancelled).
     boost::asio::awaitable<core::result<range_copy_stats>> async_publishing(
@@ -116,6 +120,9 @@ private:
     boost::asio::steady_timer* ticker_ = nullptr;
     // On the strand: the split left the state the running step is for (cancelled): the step stops.
     bool abandoned_ = false;
+    // On the strand: the copy's last position inside a resumable group, and whether shard 0 has it yet.
+    std::optional<copy_position> position_;
+    bool position_dirty_ = false;
     std::uint64_t step_read_ = 0, step_done_ = 0, table_read_ = 0, table_done_ = 0;
     std::chrono::steady_clock::time_point last_chunk_log_{};
 };

@@ -162,5 +162,33 @@ TEST(map_store, the_parts_of_a_split_that_are_done_are_kept_per_version_and_step
     EXPECT_EQ(other.value()[0].unit, "counters");
 }
 
+TEST(map_store, a_copys_position_in_a_group_is_kept_per_version_and_group_with_any_key_bytes) {
+    CAIRN_REQUIRE_SHARDS(1u);
+    fresh_database(db);
+    asio::io_context ioc;
+    shards::mariadb_conn c(ioc.get_executor(), params_for(test_shards()[0], db));
+    ASSERT_TRUE(run_on(ioc, c.async_connect()));
+    auto none = run_on(ioc, shards::async_copy_positions(c, 2));
+    ASSERT_TRUE(none.has_value()) << "no table yet: no position";
+    EXPECT_TRUE(none.value().empty());
+    // Key bytes that look like the encoding itself (digits, colons), a NUL, an empty column.
+    const std::vector<std::string> odd{"12:ab", std::string("\0:3", 3), "", "7"};
+    const shards::copy_position first{2, "index by_email", "idx_by_email", odd, 40, 1, 1000};
+    ASSERT_TRUE(run_on(ioc, shards::async_mark_copy_position(c, first)));
+    ASSERT_TRUE(run_on(ioc, shards::async_mark_copy_position(c, {2, "entities", "entities", {"100"}, 100, 1, 2000})));
+    ASSERT_TRUE(run_on(ioc, shards::async_mark_copy_position(c, {3, "entities", "entities", {"5"}, 5, 2, 3000})));
+    ASSERT_TRUE(run_on(ioc, shards::async_mark_copy_position(c, {2, "entities", "entities", {"250"}, 250, 2, 4000})));  // further
+    auto got = run_on(ioc, shards::async_copy_positions(c, 2));
+    ASSERT_TRUE(got.has_value());
+    ASSERT_EQ(got.value().size(), 2u);
+    EXPECT_EQ(got.value()[0], (shards::copy_position{2, "entities", "entities", {"250"}, 250, 2, 4000}));
+    EXPECT_EQ(got.value()[1], first);
+    // A row whose key does not decode is left out: its group is copied whole.
+    ASSERT_TRUE(exec_sql(test_shards()[0], {"UPDATE shard_map_resume SET after_key = '9:short' WHERE version = 3"}, db));
+    auto bad = run_on(ioc, shards::async_copy_positions(c, 3));
+    ASSERT_TRUE(bad.has_value());
+    EXPECT_TRUE(bad.value().empty());
+}
+
 }  // namespace
 }  // namespace cairn::test

@@ -188,14 +188,15 @@ TEST(split, two_gateways_split_a_shard_under_reads_and_writes_and_a_restart_duri
     a_opts.extra_toml = "[entities]\nkinds = [\"user\"]\n";
     std::mutex mu;
     edge_set acked;
-    constexpr int entities = 3'000;
+    constexpr int entities = 6'000;
     const auto entity_id = [](int i) { return fmt::format("00000000-0000-0000-0000-{:012x}", i + 1); };
     {
         cairnd_process first(a_opts);
         ASSERT_TRUE(first.start()) << first.log_tail();
         // Enough rows that a copy of 500 rows per second runs for a few seconds in each of its two
-        // groups (edges, then entities): A restarts once the edges are copied, and the copy goes on
-        // with the entities (docs/resharding.md: a copy resumes at the group where it was).
+        // groups (edges, then entities): A restarts once the edges are copied and the copy's position
+        // in the entities is marked, and the copy goes on with the entities from there
+        // (docs/resharding.md: a copy resumes at the group where it was, inside it if its rows stand alone).
         for (std::uint64_t k = 0; k < 1'500; ++k) {
             const auto e = edge_of(k);
             ASSERT_TRUE(post_edge(first.port(), e.first, e.second));
@@ -273,12 +274,20 @@ TEST(split, two_gateways_split_a_shard_under_reads_and_writes_and_a_restart_duri
         return r && !r.value().empty() ? r.value().front() : std::string();
     };
     // The copy runs on A (node 1, the lowest live); A restarts in the middle of it, once the edges
-    // group is copied (marked on shard 0) and while the entities are.
+    // group is copied (marked on shard 0) and the entities' copy has marked its position there.
+    const auto entities_on_0 = [&] {
+        auto r = query_sql(servers[0], "SELECT COUNT(*) FROM entities", db2);
+        return r && !r.value().empty() ? std::stoull(r.value().front()) : 0;
+    }();
     const auto edges_copied = [&] {
         auto r = query_sql(servers[0], "SELECT COUNT(*) FROM shard_map_steps WHERE version = 2 AND step = 'copy' AND unit = 'edges'", db2);
         return r && !r.value().empty() && r.value().front() == "1";
     };
-    const bool copying = wait_until([&] { return state() == "copying" && edges_copied(); }, 60s);
+    const auto entities_position = [&] {
+        auto r = query_sql(servers[0], "SELECT rows_read FROM shard_map_resume WHERE version = 2 AND unit = 'entities'", db2);
+        return r && !r.value().empty() ? std::stoull(r.value().front()) : 0;
+    };
+    const bool copying = wait_until([&] { return state() == "copying" && edges_copied() && entities_position() > 0; }, 60s);
     const std::string state_at_restart = state();
     if (copying) {
         ++restart_epoch;
@@ -325,6 +334,14 @@ TEST(split, two_gateways_split_a_shard_under_reads_and_writes_and_a_restart_duri
     std::size_t edge_copies = 0;
     for (auto at = log_a.find("copy of edges done"); at != std::string::npos; at = log_a.find("copy of edges done", at + 1)) ++edge_copies;
     EXPECT_EQ(edge_copies, 1u);
+    // ... and the entities from the position the first run marked: the run that finished them read
+    // fewer than shard 0 held.
+    EXPECT_NE(log_a.find("resuming the copy of entities in entities after"), std::string::npos) << log_a.substr(0, 20000);
+    const auto entities_done = log_a.find("copy of entities done (");
+    ASSERT_NE(entities_done, std::string::npos) << log_a.substr(0, 20000);
+    const auto entities_read = std::stoull(log_a.substr(entities_done + std::string_view("copy of entities done (").size()));
+    EXPECT_LT(entities_read, entities_on_0) << "the entities were copied from their start again";
+    EXPECT_EQ(log_a.find("copy of entities done (", entities_done + 1), std::string::npos) << "the entities were copied twice";
     // Every entity is on exactly one shard (the moved half on the new one, cleaned from the old) and reads back.
     std::int64_t held = 0;
     for (const auto& [server, database] : {std::pair{servers[0], db2}, std::pair{servers[1], db2}, std::pair{servers[1], db2_n}}) {

@@ -142,7 +142,7 @@ TEST(range_copy, a_split_shard_ends_with_the_old_owners_rows_of_its_half_and_eve
         fx.apply(false, *test::gen_shuffled_with_duplicates(a_first));
         auto groups = test::run_on(fx.ioc, shards::async_plan_range_copy(*fx.a, fx.catalog, fx.cells));
         RC_ASSERT(groups.has_value());
-        const shards::range_copy_options options{*rc::gen::inRange<std::size_t>(1, 7), 0, {}};  // many chunks
+        const shards::range_copy_options options{*rc::gen::inRange<std::size_t>(1, 7), 0, {}, {}};  // many chunks
         auto copied = test::run_on(fx.ioc, shards::async_copy_range(*fx.a, *fx.b, groups.value(), fx.moved, options));
         RC_ASSERT(copied.has_value());
         fx.apply(true, *test::gen_shuffled_with_duplicates(b_ops));
