@@ -58,6 +58,11 @@ copy_table routed(std::string name, std::vector<std::string> columns, std::vecto
     return t;
 }
 
+copy_table with_diff_key(copy_table t, std::vector<key_column> key) {
+    t.diff_key = std::move(key);
+    return t;
+}
+
 std::vector<copy_group> all_groups(const std::vector<stored_index_def>& defs, const core::counter_catalog& counters,
                                    const core::cell_config& cells) {
     using enum key_type;
@@ -74,8 +79,9 @@ std::vector<copy_group> all_groups(const std::vector<stored_index_def>& defs, co
                            {{"graph", bytes}, {"node_id", int64}, {"direction", uint64}, {"state", uint64}},
                            {"graph", "node_id", "direction", "state"}, route_by::integer, "node_id", "count")}});
     out.push_back({"entities",
-                   {routed("entities", {"kind", "id", "ts", "deleted", "body"}, {{"added_id", uint64}}, {"kind", "id"},
-                           route_by::bytes, "id"),
+                   {with_diff_key(routed("entities", {"kind", "id", "ts", "deleted", "body"}, {{"added_id", uint64}}, {"kind", "id"},
+                                         route_by::bytes, "id"),
+                                  {{"kind", bytes}, {"id", bytes}}),
                     whole("index_defs", {"name", "ts", "dropped", "definition"}, {{"name", bytes}})},
                    true});
     for (const auto& d : defs) {
@@ -103,8 +109,9 @@ std::vector<copy_group> all_groups(const std::vector<stored_index_def>& defs, co
     }
     for (const auto& t : cells.tables) {
         out.push_back({"cells " + t,
-                       {routed("cells_" + t, {"row_key", "column_name", "ref_key", "body", "ts"}, {{"added_id", uint64}},
-                               {"row_key", "column_name", "ref_key"}, route_by::bytes, "row_key")},
+                       {with_diff_key(routed("cells_" + t, {"row_key", "column_name", "ref_key", "body", "ts"}, {{"added_id", uint64}},
+                                             {"row_key", "column_name", "ref_key"}, route_by::bytes, "row_key"),
+                                      {{"row_key", bytes}, {"column_name", bytes}, {"ref_key", int64}})},
                        true});
     }
     copy_group c{"counters", {whole("counter_ops", {"op_id", "applied_ms"}, {{"op_id", uint64}})}};
@@ -158,6 +165,42 @@ std::string select_sql(const copy_table& t, bool after, std::size_t limit) {
     }
     sql += " ORDER BY ";
     for (std::size_t i = 0; i < t.scan_key.size(); ++i) fmt::format_to(std::back_inserter(sql), "{}{}", i ? ", " : "", t.scan_key[i].name);
+    fmt::format_to(std::back_inserter(sql), " LIMIT {}", limit);
+    return sql;
+}
+
+// SELECT <scan key>, <columns> FROM t WHERE [key > (?, ...)] [AND key <= (?, ...)] ORDER BY key LIMIT n:
+// the rows between two scan keys (either bound may be left out). Its parameters: the lower bound's as
+// select_sql's, then for the upper bound's term i key[0..i], and key[0..n-1] for the equality.
+std::string select_between_sql(const copy_table& t, bool after, bool upto, std::size_t limit) {
+    std::string sql = "SELECT ";
+    for (const auto& k : t.scan_key) fmt::format_to(std::back_inserter(sql), "{}, ", k.name);
+    for (std::size_t i = 0; i < t.columns.size(); ++i) fmt::format_to(std::back_inserter(sql), "{}{}", i ? ", " : "", t.columns[i]);
+    fmt::format_to(std::back_inserter(sql), " FROM {}", t.name);
+    const auto n = t.scan_key.size();
+    if (after || upto) sql += " WHERE ";
+    if (after) {
+        sql += "(";
+        for (std::size_t i = 0; i < n; ++i) {
+            sql += i ? " OR (" : "(";
+            for (std::size_t j = 0; j < i; ++j) fmt::format_to(std::back_inserter(sql), "{} = ? AND ", t.scan_key[j].name);
+            fmt::format_to(std::back_inserter(sql), "{} > ?)", t.scan_key[i].name);
+        }
+        sql += ")";
+    }
+    if (upto) {
+        sql += after ? " AND (" : "(";
+        for (std::size_t i = 0; i < n; ++i) {
+            sql += "(";
+            for (std::size_t j = 0; j < i; ++j) fmt::format_to(std::back_inserter(sql), "{} = ? AND ", t.scan_key[j].name);
+            fmt::format_to(std::back_inserter(sql), "{} < ?) OR ", t.scan_key[i].name);
+        }
+        sql += "(";
+        for (std::size_t j = 0; j < n; ++j) fmt::format_to(std::back_inserter(sql), "{}{} = ?", j ? " AND " : "", t.scan_key[j].name);
+        sql += "))";
+    }
+    sql += " ORDER BY ";
+    for (std::size_t i = 0; i < n; ++i) fmt::format_to(std::back_inserter(sql), "{}{}", i ? ", " : "", t.scan_key[i].name);
     fmt::format_to(std::back_inserter(sql), " LIMIT {}", limit);
     return sql;
 }
@@ -218,6 +261,37 @@ struct scan_position {
         }
         return out;
     }
+    // As an upper bound (select_between_sql): the terms' parameters, then the equality's.
+    std::vector<sql_param> upto_params() const {
+        auto out = params();
+        out.insert(out.end(), key.begin(), key.end());
+        return out;
+    }
+    // The key's text, as copy_resume::after.
+    std::vector<std::string> text(const copy_table& t) const {
+        std::vector<std::string> out;
+        for (std::size_t i = 0; i < t.scan_key.size(); ++i) {
+            switch (t.scan_key[i].type) {
+                case key_type::int64: out.push_back(std::to_string(ints[i])); break;
+                case key_type::uint64: out.push_back(std::to_string(uints[i])); break;
+                case key_type::bytes: out.push_back(texts[i]); break;
+            }
+        }
+        return out;
+    }
+    // A copy that owns its key's parameters (they point into its own vectors).
+    scan_position clone(const copy_table& t) const {
+        scan_position c = *this;
+        c.key.clear();
+        for (std::size_t i = 0; i < t.scan_key.size(); ++i) {
+            switch (t.scan_key[i].type) {
+                case key_type::int64: c.key.emplace_back(c.ints[i]); break;
+                case key_type::uint64: c.key.emplace_back(c.uints[i]); break;
+                case key_type::bytes: c.key.emplace_back(std::string_view(c.texts[i])); break;
+            }
+        }
+        return c;
+    }
 };
 
 bool in_range(const copy_table& t, const rows& r, std::size_t row, std::size_t route_col, core::hash_range range) {
@@ -245,15 +319,7 @@ asio::awaitable<core::result<void>> async_scan(mariadb_conn& conn, const copy_ta
     scan_position at;
     bool first = true;
     if (after != nullptr) {
-        at = *after;
-        at.key.clear();  // it pointed into *after's vectors: rebuilt on the copy
-        for (std::size_t i = 0; i < t.scan_key.size(); ++i) {
-            switch (t.scan_key[i].type) {
-                case key_type::int64: at.key.emplace_back(at.ints[i]); break;
-                case key_type::uint64: at.key.emplace_back(at.uints[i]); break;
-                case key_type::bytes: at.key.emplace_back(std::string_view(at.texts[i])); break;
-            }
-        }
+        at = after->clone(t);
         first = false;
     }
     while (true) {
@@ -551,6 +617,175 @@ asio::awaitable<core::result<std::vector<range_table_diff>>> async_diff_range(ma
         };
         if (auto r = co_await async_in_snapshot(from, [&] { return digest(from, true); }); !r) co_return r.error();
         if (auto r = co_await async_in_snapshot(to, [&] { return digest(to, false); }); !r) co_return r.error();
+    }
+    co_return out;
+}
+
+namespace {
+
+// Rows read from one side for a chunk bounded above (a chunk that held chunk_rows rows when it was
+// cut may have grown since; far past this it is compared in parts of this size, differing).
+constexpr std::size_t interval_rows_max = 100'000;
+
+struct chunk_side {
+    std::uint64_t rows = 0;      // of the range (sum rows at 0 left out)
+    std::uint64_t checksum = 0;
+    std::size_t read = 0;        // rows read, of any range
+    std::string tag;
+};
+
+// One side of a chunk of t: its rows between after and upto (either may be null), at most limit read,
+// in one snapshot that also reads tag_sql. missing: the side lacks the table (only the tag is read).
+// last, if set, gets the last row's key.
+asio::awaitable<core::result<void>> async_chunk_side(mariadb_conn& conn, const copy_table& t, core::hash_range range,
+                                                     const scan_position* after, const scan_position* upto, std::size_t limit,
+                                                     std::string_view tag_sql, bool missing, chunk_side& out,
+                                                     scan_position* last) {
+    out = chunk_side{};
+    co_return co_await async_in_snapshot(conn, [&]() -> asio::awaitable<core::result<void>> {
+        if (!tag_sql.empty()) {
+            auto tag = co_await conn.async_query(tag_sql);
+            if (!tag && !tables_missing(conn)) co_return tag.error();
+            for (std::size_t i = 0; tag && i < tag.value().size(); ++i) {
+                for (std::size_t c = 0; c < tag.value().columns(); ++c) {
+                    fmt::format_to(std::back_inserter(out.tag), "{}{}", c ? "," : i ? ";" : "", tag.value().at(i, c).value_or("NULL"));
+                }
+            }
+        }
+        if (missing) co_return core::success();
+        std::vector<sql_param> params;
+        if (after != nullptr) params = after->params();
+        if (upto != nullptr) {
+            const auto more = upto->upto_params();
+            params.insert(params.end(), more.begin(), more.end());
+        }
+        auto r = co_await conn.async_query_prepared(select_between_sql(t, after != nullptr, upto != nullptr, limit), params);
+        if (!r) co_return r.error();
+        const auto& got = r.value();
+        const std::size_t route_col = t.route == route_by::whole ? 0 : t.scan_key.size() + position_of(t.columns, t.route_column);
+        const auto sum_col = t.sum_column.empty() ? 0 : t.scan_key.size() + position_of(t.columns, t.sum_column);
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            if (!in_range(t, got, i, route_col, range)) continue;
+            if (sum_col != 0 && got.int64_at(i, sum_col) == 0) continue;
+            out.rows += 1;
+            out.checksum += row_hash(got, i, t.scan_key.size(), t.columns.size());
+        }
+        out.read = got.size();
+        if (last != nullptr && got.size() != 0) last->take(t, got, got.size() - 1);
+        co_return core::success();
+    });
+}
+
+void note_if_different(std::vector<range_chunk_diff>& out, const copy_table& t, const scan_position* after, const scan_position* upto,
+                       const chunk_side& a, const chunk_side& b) {
+    if (a.rows == b.rows && a.checksum == b.checksum) return;
+    out.push_back({t.name, after ? after->text(t) : std::vector<std::string>{}, upto ? upto->text(t) : std::vector<std::string>{},
+                   a.rows, b.rows, a.checksum, b.checksum, a.tag, b.tag});
+}
+
+// The chunks of t from after (null: its start) to its end: each the source's next chunk_rows rows and
+// the target's between the same keys.
+// t ordered by its diff key (both shards agree on it), for the chunked diff.
+copy_table diff_view(const copy_table& t) {
+    copy_table v = t;
+    if (!t.diff_key.empty()) v.scan_key = t.diff_key;
+    return v;
+}
+
+// t: a diff_view.
+asio::awaitable<core::result<void>> async_diff_table_chunks(mariadb_conn& from, mariadb_conn& to, const copy_table& t,
+                                                            bool target_has, core::hash_range range, const scan_position* start,
+                                                            const range_copy_options& options, std::string_view tag_sql,
+                                                            std::vector<range_chunk_diff>& out) {
+    scan_position at;
+    bool has_at = start != nullptr;
+    if (start != nullptr) at = start->clone(t);
+    while (true) {
+        if (options.stop_requested && options.stop_requested()) co_return core::errc::shutting_down;
+        chunk_side a, b;
+        scan_position last;
+        if (auto r = co_await async_chunk_side(from, t, range, has_at ? &at : nullptr, nullptr, options.chunk_rows, tag_sql, false, a, &last);
+            !r) {
+            co_return r;
+        }
+        const bool end = a.read < options.chunk_rows;
+        // The target's rows up to the source's last key (to the end for the last chunk).
+        if (auto r = co_await async_chunk_side(to, t, range, has_at ? &at : nullptr, end ? nullptr : &last, interval_rows_max, tag_sql,
+                                               !target_has, b, nullptr);
+            !r) {
+            co_return r;
+        }
+        note_if_different(out, t, has_at ? &at : nullptr, end ? nullptr : &last, a, b);
+        if (end) co_return core::success();
+        at = last.clone(t);
+        has_at = true;
+    }
+}
+
+}  // namespace
+
+asio::awaitable<core::result<std::vector<range_chunk_diff>>> async_diff_range_chunks(mariadb_conn& from, mariadb_conn& to,
+                                                                                     const std::vector<copy_group>& groups,
+                                                                                     core::hash_range range, range_copy_options options,
+                                                                                     std::string_view tag_sql) {
+    options.chunk_rows = std::clamp<std::size_t>(options.chunk_rows, 1, 10'000);
+    auto target_tables = co_await async_tables_of(to);
+    if (!target_tables) co_return target_tables.error();
+    std::vector<range_chunk_diff> out;
+    for (const auto& g : groups) {
+        for (const auto& t : g.tables) {
+            if (auto r = co_await async_diff_table_chunks(from, to, diff_view(t), target_tables.value().contains(t.name), range, nullptr,
+                                                          options, tag_sql, out);
+                !r) {
+                co_return r.error();
+            }
+        }
+    }
+    co_return out;
+}
+
+asio::awaitable<core::result<std::vector<range_chunk_diff>>> async_rediff_chunks(mariadb_conn& from, mariadb_conn& to,
+                                                                                 const std::vector<copy_group>& groups,
+                                                                                 core::hash_range range,
+                                                                                 const std::vector<range_chunk_diff>& chunks,
+                                                                                 range_copy_options options, std::string_view tag_sql) {
+    options.chunk_rows = std::clamp<std::size_t>(options.chunk_rows, 1, 10'000);
+    auto target_tables = co_await async_tables_of(to);
+    if (!target_tables) co_return target_tables.error();
+    std::vector<range_chunk_diff> out;
+    for (const auto& c : chunks) {
+        if (options.stop_requested && options.stop_requested()) co_return core::errc::shutting_down;
+        std::optional<copy_table> view;
+        for (const auto& g : groups) {
+            for (const auto& candidate : g.tables) {
+                if (candidate.name == c.table) view = diff_view(candidate);
+            }
+        }
+        const copy_table* t = view ? &*view : nullptr;
+        scan_position after, last;
+        if (t == nullptr || (!c.after.empty() && !after.take_text(*t, c.after)) || (!c.last.empty() && !last.take_text(*t, c.last))) {
+            out.push_back(c);  // cannot be compared: still differs
+            continue;
+        }
+        const bool target_has = target_tables.value().contains(t->name);
+        if (c.last.empty()) {
+            // The table's last chunk: from its start key to the end, in chunks again (it may have grown).
+            if (auto r = co_await async_diff_table_chunks(from, to, *t, target_has, range, c.after.empty() ? nullptr : &after, options,
+                                                          tag_sql, out);
+                !r) {
+                co_return r.error();
+            }
+            continue;
+        }
+        chunk_side a, b;
+        const scan_position* lower = c.after.empty() ? nullptr : &after;
+        if (auto r = co_await async_chunk_side(from, *t, range, lower, &last, interval_rows_max, tag_sql, false, a, nullptr); !r) {
+            co_return r.error();
+        }
+        if (auto r = co_await async_chunk_side(to, *t, range, lower, &last, interval_rows_max, tag_sql, !target_has, b, nullptr); !r) {
+            co_return r.error();
+        }
+        note_if_different(out, *t, lower, &last, a, b);
     }
     co_return out;
 }

@@ -52,6 +52,9 @@ struct copy_table {
     std::string name;
     std::vector<std::string> columns;   // the columns copied, in order
     std::vector<key_column> scan_key;   // a unique key: the scan's order (read, not necessarily copied)
+    // The unique key the chunked diff orders both shards by, when the scan key is a shard's own
+    // (added_id, an AUTO_INCREMENT that differs between them); empty: the scan key.
+    std::vector<key_column> diff_key;
     std::vector<std::string> unique;    // the columns that identify a row on the target (the rest are overwritten)
     route_by route = route_by::whole;
     std::string route_column;           // one of columns, unless route is whole
@@ -151,5 +154,34 @@ struct range_table_diff {
 [[nodiscard]] boost::asio::awaitable<core::result<std::vector<range_table_diff>>> async_diff_range(
     mariadb_conn& from, mariadb_conn& to, const std::vector<copy_group>& groups, core::hash_range range,
     range_copy_options options, std::string_view tag_sql = {});
+
+// A part of one table's scan-key order where the two shards' rows of the range differ: the keys
+// after `after` (empty: from the table's start) up to and including `last` (empty: to its end), each
+// key column's bytes (integers in decimal), with each side's rows there, checksum and tag (what
+// tag_sql answered in the same snapshot as that side's read of the chunk).
+struct range_chunk_diff {
+    std::string table;
+    std::vector<std::string> after, last;
+    std::uint64_t rows_from = 0, rows_to = 0;
+    std::uint64_t checksum_from = 0, checksum_to = 0;
+    std::string tag_from, tag_to;
+};
+
+// The diff of async_diff_range, chunk by chunk, as Vitess's VDiff: the source's next chunk_rows rows
+// of a table (in scan-key order, every row: the range is picked in cairnd) and the target's rows
+// between the same keys, each side in its own short snapshot that also reads tag_sql. Under live
+// writes a small chunk is rarely touched while it is read, so most compare equal whatever the shards'
+// marks; the few that differ with different tags can be compared again alone (async_rediff_chunks).
+// Returns the chunks that differ. A table missing on the target counts as empty there.
+[[nodiscard]] boost::asio::awaitable<core::result<std::vector<range_chunk_diff>>> async_diff_range_chunks(
+    mariadb_conn& from, mariadb_conn& to, const std::vector<copy_group>& groups, core::hash_range range,
+    range_copy_options options, std::string_view tag_sql = {});
+
+// Compares the given chunks again (the same key intervals, each side in a new snapshot); returns
+// those that still differ. A chunk of a table the plan lacks, or whose keys do not fit it, is returned
+// as it was (it cannot be compared).
+[[nodiscard]] boost::asio::awaitable<core::result<std::vector<range_chunk_diff>>> async_rediff_chunks(
+    mariadb_conn& from, mariadb_conn& to, const std::vector<copy_group>& groups, core::hash_range range,
+    const std::vector<range_chunk_diff>& chunks, range_copy_options options, std::string_view tag_sql = {});
 
 }  // namespace cairn::shards

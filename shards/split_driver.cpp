@@ -488,32 +488,47 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
             // Counter sums of R differ by design once N takes R's increments alone (from the adoption).
             std::erase_if(plan.value(), [](const copy_group& g) { return g.name == "counters"; });
             const range_copy_options o = step_options(false);
-            // Under live writes the two shards are rarely at the same op when their snapshots are taken:
-            // each snapshot also reads the shard's applied marks, and a difference counts only when both
-            // had applied the same ops (the same marks). Otherwise the diff runs again at once, a few times.
+            // Chunk by chunk (range_copy.hpp, as Vitess's VDiff): under live writes the two shards are
+            // rarely at the same op, but a small chunk is rarely touched while it is read. Each side's
+            // read of a chunk also reads that shard's applied marks: a chunk that differs at the same
+            // marks is a real difference; at different marks, ops one side has not applied yet, and
+            // that chunk alone is compared again (at once, a few times; then in the next rounds).
+            constexpr std::string_view marks_sql = "SELECT node_id, seq FROM applied_marks ORDER BY node_id";
+            if (pending_chunks_version_ != split.version) {
+                pending_chunks_.clear();
+                pending_chunks_version_ = 0;
+            }
             for (int attempt = 0; attempt < 10 && !stopping_; ++attempt) {
-                auto diff = co_await async_diff_range(source, target, plan.value(), range, o,
-                                                      "SELECT node_id, seq FROM applied_marks ORDER BY node_id");
+                // (Two statements, not one ?: of two co_awaits: g++ 12 frees the chosen result early.)
+                core::result<std::vector<range_chunk_diff>> diff = core::errc::shard_rejected;
+                if (pending_chunks_version_ == 0) {
+                    diff = co_await async_diff_range_chunks(source, target, plan.value(), range, o, marks_sql);
+                } else {
+                    diff = co_await async_rediff_chunks(source, target, plan.value(), range, pending_chunks_, o, marks_sql);
+                }
                 if (!diff) co_return diff.error();
                 std::vector<std::string> differing;
-                bool moving = false;
-                for (const auto& d : diff.value()) {
-                    if (d.same()) continue;
+                std::vector<range_chunk_diff> moving;
+                for (auto& d : diff.value()) {
                     if (d.tag_from != d.tag_to) {
-                        moving = true;
+                        moving.push_back(std::move(d));
                         continue;
                     }
-                    differing.push_back(fmt::format("{} ({} rows on shard {}, {} on shard {})", d.table, d.rows_from, from,
-                                                    d.rows_to, to));
+                    differing.push_back(fmt::format("{} after key ({}) ({} rows on shard {}, {} on shard {})", d.table,
+                                                    fmt::join(d.after, ", "), d.rows_from, from, d.rows_to, to));
                 }
-                if (differing.empty() && !moving) {
+                pending_chunks_ = std::move(moving);
+                pending_chunks_version_ = split.version;
+                if (differing.empty() && pending_chunks_.empty()) {
                     source.close();
                     target.close();
+                    pending_chunks_version_ = 0;
                     co_return co_await move_to(split_state::switched);
                 }
-                if (differing.empty()) continue;  // still applying: compare again
+                if (differing.empty()) continue;  // still applying: compare those chunks again
                 source.close();
                 target.close();
+                pending_chunks_version_ = 0;  // the next round compares every chunk again
                 if (++dirty_diffs_ < opts_.verify_attempts) {
                     co_await note(fmt::format("map version {}: shards {} and {} differ in {} at the same applied ops; comparing again",
                                      split.version, from, to, fmt::join(differing, ", ")));
@@ -526,7 +541,8 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
             }
             source.close();
             target.close();
-            co_await note(fmt::format("map version {}: shards {} and {} are still applying; comparing again", split.version, from, to));
+            co_await note(fmt::format("map version {}: shards {} and {} are still applying; comparing {} chunks again", split.version,
+                             from, to, pending_chunks_.size()));
             co_return core::success();
         }
         case split_state::switched:

@@ -24,6 +24,7 @@
 #include "core/result.hpp"
 #include "core/shard_map.hpp"
 #include "shards/map_store.hpp"
+#include "shards/range_copy.hpp"  // range_chunk_diff, held by value
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -43,10 +44,6 @@ namespace cairn::shards {
 
 class mariadb_conn;
 class shard_set;
-struct copy_group;
-struct range_copy_options;
-struct range_copy_progress;
-struct range_copy_stats;
 
 struct split_driver_options {
     std::chrono::milliseconds interval{1000};
@@ -110,6 +107,10 @@ private:
     std::vector<mariadb_conn*> live_;  // guarded by live_mutex_
     friend class live_conns;
     int dirty_diffs_ = 0;    // on the strand: verifying rounds whose diff was not clean
+    // On the strand: the chunks that differed at different applied marks (still applying), compared
+    // again alone in the next attempt; of split version pending_chunks_version_ (0: compare them all).
+    std::vector<range_chunk_diff> pending_chunks_;
+    std::uint32_t pending_chunks_version_ = 0;
     std::string last_note_;  // on the strand: the last "waiting for ..." logged, so it is logged once
     // On the strand: what status shows, and the sums behind it (the copy's progress counts per table).
     split_progress progress_;

@@ -135,5 +135,59 @@ TEST(range_copy, a_resumed_copy_starts_past_its_position_in_a_resumable_group) {
     EXPECT_EQ(copied_ids().size(), 300u);
 }
 
+// The chunked diff names the chunk where the shards differ, with the key interval around the row and
+// each side's tag read in the same snapshot as its rows (here the database's name).
+TEST(range_copy, the_chunked_diff_names_the_chunk_that_differs_and_each_sides_tag) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    fresh_database(source_db);
+    fresh_database(target_db);
+    boost::asio::io_context ioc;
+    shards::mariadb_conn from(ioc.get_executor(), params_for(test_shards()[0], source_db));
+    shards::mariadb_conn to(ioc.get_executor(), params_for(test_shards()[1], target_db));
+    ASSERT_TRUE(run_on(ioc, from.async_connect()));
+    ASSERT_TRUE(run_on(ioc, to.async_connect()));
+    ASSERT_TRUE(run_on(ioc, shards::async_create_edge_schema(from)));
+    ASSERT_TRUE(exec_sql(test_shards()[0],
+                         {"INSERT INTO edges (graph, node_id, direction, other_id, state, own_state, position, ts, pos_ts, pos_set) "
+                          "SELECT 'g', seq, 0, seq + 1000, 0, 0, seq, 1, 1, 0 FROM seq_1_to_400"},
+                         source_db));
+    const auto all = core::shard_map::equal_ranges(1).range_of(0);
+    auto plan = run_on(ioc, shards::async_plan_range_copy(from, {}, {}));
+    ASSERT_TRUE(plan.has_value());
+    shards::range_copy_options options{50, 0, {}, {}};
+    ASSERT_TRUE(run_on(ioc, shards::async_copy_range(from, to, plan.value(), all, options)).has_value());
+    constexpr std::string_view tag = "SELECT DATABASE()";
+    auto clean = run_on(ioc, shards::async_diff_range_chunks(from, to, plan.value(), all, options, tag));
+    ASSERT_TRUE(clean.has_value());
+    EXPECT_TRUE(clean.value().empty()) << clean.value().size() << " chunks differ after the copy";
+
+    ASSERT_TRUE(exec_sql(test_shards()[1], {"DELETE FROM edges WHERE node_id = 217"}, target_db));
+    auto found = run_on(ioc, shards::async_diff_range_chunks(from, to, plan.value(), all, options, tag));
+    ASSERT_TRUE(found.has_value());
+    ASSERT_EQ(found.value().size(), 1u);
+    const auto& c = found.value().front();
+    EXPECT_EQ(c.table, "edges");
+    // Chunks of 50 in (graph, node_id, direction, other_id) order: the fifth holds node 201..250.
+    EXPECT_EQ(c.after, (std::vector<std::string>{"g", "200", "0", "1200"}));
+    EXPECT_EQ(c.last, (std::vector<std::string>{"g", "250", "0", "1250"}));
+    EXPECT_EQ(c.rows_from, 50u);
+    EXPECT_EQ(c.rows_to, 49u);
+    EXPECT_EQ(c.tag_from, source_db);
+    EXPECT_EQ(c.tag_to, target_db);
+    // The last chunk is open-ended: a row past the source's last key on the target is found there.
+    ASSERT_TRUE(exec_sql(test_shards()[1],
+                         {"INSERT INTO edges (graph, node_id, direction, other_id, state, own_state, position, ts, pos_ts, pos_set) "
+                          "VALUES ('g', 999, 0, 5, 0, 0, 1, 1, 1, 0)"},
+                         target_db));
+    auto again = run_on(ioc, shards::async_rediff_chunks(from, to, plan.value(), all, found.value(), options, tag));
+    ASSERT_TRUE(again.has_value());
+    EXPECT_EQ(again.value().size(), 1u) << "the deleted row is still missing";
+    auto both = run_on(ioc, shards::async_diff_range_chunks(from, to, plan.value(), all, options, tag));
+    ASSERT_TRUE(both.has_value());
+    ASSERT_EQ(both.value().size(), 2u);
+    EXPECT_TRUE(both.value().back().last.empty());
+    EXPECT_EQ(both.value().back().rows_to, both.value().back().rows_from + 1);
+}
+
 }  // namespace
 }  // namespace cairn::test
