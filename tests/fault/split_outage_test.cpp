@@ -8,11 +8,15 @@
 #include <utility>
 
 #include "core/shard_map.hpp"
+#include "shards/map_store.hpp"
+#include "shards/mariadb_conn.hpp"
 #include "tests/support/cairnd_process.hpp"
 #include "tests/support/e2e.hpp"
 #include "tests/support/own_servers.hpp"
 #include "tests/support/split_keys.hpp"
 #include "tests/support/test_shards.hpp"
+
+#include <boost/asio/io_context.hpp>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -136,6 +140,104 @@ TEST(split_outage, a_split_whose_new_shard_stops_during_the_copy_copies_again_an
     EXPECT_EQ(forward_edges(b, db_n), want_upper) << "the new shard holds exactly the moved half";
     EXPECT_EQ(forward_edges(a, db), want_lower) << "shard 0 keeps the lower half, and cleaning deleted the moved half there";
     EXPECT_EQ(gw.terminate(), 0) << gw.log_tail();
+}
+
+// A gateway that adopts a split late (after reads moved) sends its new-shard worker back over its
+// journal, and only then records the adoption: a restart after the record follows the recorded table
+// and would not send it back again. While the new shard's server is down the worker cannot go back, so
+// the adoption waits unrecorded (and says so); once the server is back the backlog reaches the new shard.
+TEST(split_outage, a_late_adoption_is_recorded_only_once_the_new_shards_worker_went_back) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    own_servers servers(2, 630);
+    ASSERT_TRUE(servers.started()) << "scripts/shards start --count 2 failed";
+    const auto s0 = servers.server(0);
+    const auto s1 = servers.server(1);
+    const std::string dbl = "cairn_fault_late", dbl_n = "cairn_fault_late_n";
+    ASSERT_TRUE(exec_sql(s0, {"DROP DATABASE IF EXISTS " + dbl, "CREATE DATABASE " + dbl}).has_value());
+    ASSERT_TRUE(exec_sql(s1, {"DROP DATABASE IF EXISTS " + dbl, "CREATE DATABASE " + dbl, "DROP DATABASE IF EXISTS " + dbl_n,
+                              "CREATE DATABASE " + dbl_n})
+                    .has_value());
+    const auto keys = pick_split_keys(20, 20);
+    cairnd_options a_opts;
+    a_opts.database = dbl;
+    a_opts.node_id = 1;
+    a_opts.shards = {s0, s1};
+    a_opts.journal_dir = make_temp_dir("cairn-late-a");
+    {
+        cairnd_process first(a_opts);
+        ASSERT_TRUE(first.start()) << first.log_tail();
+        for (std::size_t i = 0; i < 20; ++i) ASSERT_TRUE(post_edge(first.port(), keys.lower[i], keys.on_one[i]));
+        ASSERT_TRUE(wait_applied(first.port(), 30s));
+        ASSERT_EQ(first.terminate(), 0) << first.log_tail();
+    }
+    a_opts.shards.push_back(s1);
+    a_opts.shard_databases = {"", "", dbl_n};
+    cairnd_options b_opts = a_opts;
+    b_opts.node_id = 2;
+    b_opts.journal_dir = make_temp_dir("cairn-late-b");
+    // B journals edges of the moved half with shard 0 paused (they wait for the old owner) while its
+    // worker of the new shard passes them, and stops.
+    edge_set backlog;
+    {
+        cairnd_process b(b_opts);
+        ASSERT_TRUE(b.start()) << b.log_tail();
+        auto paused = http_post(b.port(), "/v1/admin/apply/pause", R"({"shard": 0})");
+        ASSERT_TRUE(paused && paused->status == 200) << (paused ? paused->body : "no answer");
+        for (std::size_t i = 0; i < 20; ++i) {
+            ASSERT_TRUE(post_edge(b.port(), keys.upper[i], keys.on_one[i]));
+            backlog.insert({keys.upper[i], keys.on_one[i]});
+        }
+        ASSERT_TRUE(wait_until([&] { return metric(b.port(), "cairn_apply_applied_seq{shard=\"2\"}").value_or(0) >= 20; }, 30s))
+            << b.log_tail(8000);
+        ASSERT_EQ(b.terminate(), 0) << b.log_tail();
+    }
+    cairnd_process a(a_opts);
+    ASSERT_TRUE(a.start()) << a.log_tail();
+    ASSERT_TRUE(wait_shard_up(a.port(), 2)) << a.log_tail(8000);
+    boost::asio::io_context ioc;
+    shards::mariadb_conn admin(ioc.get_executor(), params_for(s0, dbl));
+    ASSERT_TRUE(run_on(ioc, admin.async_connect()));
+    ASSERT_TRUE(run_on(ioc, shards::async_propose_split(admin, 2, 0, fmt::format("{}:{}", s1.host, s1.port), 1)));
+    // Node 3 (live, adopted, never following) holds the split in switched.
+    ASSERT_TRUE(exec_sql(s0,
+                         {"INSERT INTO gateway_leases (node_id, journal_id, holder, last_seq, renewed_at, expires_at, released) VALUES "
+                          "(3, 3, 'test: a gateway that never follows', 0, NOW(6), NOW(6) + INTERVAL 1 HOUR, 0)",
+                          "INSERT INTO shard_map_adoptions (version, node_id, from_seq, seen_state, cut_over_seq, adopted_at) VALUES "
+                          "(2, 3, 1, 0, 0, NOW(6))"},
+                         dbl));
+    ASSERT_TRUE(run_on(ioc, shards::async_move_split(admin, 2, shards::split_state::planned, shards::split_state::adopting, 1)));
+    const auto state = [&] {
+        auto r = query_sql(s0, "SELECT state FROM shard_maps WHERE version = 2", dbl);
+        return r && !r.value().empty() ? r.value().front() : std::string();
+    };
+    ASSERT_TRUE(wait_until([&] { return state() == "switched" || state() == "failed"; }, 60s)) << state() << "\n" << a.log_tail(8000);
+    ASSERT_EQ(state(), "switched") << a.log_tail(8000);
+    const auto b_adopted = [&] {
+        auto r = query_sql(s0, "SELECT COUNT(*) FROM shard_map_adoptions WHERE version = 2 AND node_id = 2", dbl);
+        return r && !r.value().empty() && r.value().front() == "1";
+    };
+
+    // The new shard's server goes; B starts late: its adoption waits for the worker to go back.
+    ASSERT_EQ(servers.stop(1), 0);
+    cairnd_process b(b_opts);
+    ASSERT_TRUE(b.start()) << b.log_tail();
+    ASSERT_TRUE(wait_until([&] { return b.log_tail(1 << 20).find("waiting for shard 2's worker to go back to seq 0") != std::string::npos; },
+                           30s))
+        << b.log_tail(8000);
+    EXPECT_FALSE(b_adopted()) << "the late adoption was recorded before the new shard's worker went back";
+    // The server is back: the worker goes back, the adoption is recorded, the backlog reaches the new shard.
+    ASSERT_EQ(servers.start(1), 0);
+    EXPECT_TRUE(wait_until(b_adopted, 60s)) << b.log_tail(8000);
+    const auto missing_on_n = [&] {
+        const auto on_n = forward_edges(s1, dbl_n);
+        std::size_t missing = 0;
+        for (const auto& e : backlog) missing += on_n.contains(e) ? 0 : 1;
+        return missing;
+    };
+    EXPECT_TRUE(wait_until([&] { return missing_on_n() == 0; }, 60s)) << missing_on_n() << " of " << backlog.size() << " missing\n"
+                                                                      << b.log_tail(8000);
+    EXPECT_EQ(b.terminate(), 0) << b.log_tail();
+    EXPECT_EQ(a.terminate(), 0) << a.log_tail();
 }
 
 }  // namespace
