@@ -332,11 +332,25 @@ int main(int argc, char** argv) {
     server.set_upgrade_handler(net::make_ws_handler(router, cfg.lim, metrics));
     // The lease row names the port really bound (listen.port 0 picks one); the keeper's first renewal writes it.
     claim.holder = fmt::format("{}:{} (pid {})", host_name(), server.port(), ::getpid());
+    // The workers apply nothing until the follower has read the shards' map once: the journal's route
+    // record may predate a split that ran while this gateway was down, and ops applied by it would land
+    // on the wrong shard. A shard 0 that stays silent for 10 s releases them with a warning.
+    shard_set.hold_all_for_routing(true);
     shard_set.start_all();
     // Follows the shard map's versions on shard 0 (splits) every second.
     const auto node32 = static_cast<std::uint32_t>(cfg.node_id);  // the config allows 0..1023
     shards::split_follower follower(ioc.get_executor(), shard_set, jn, routing, node32, std::chrono::seconds(1));
-    follower.start();
+    follower.start([&shard_set, &routing](bool followed) {
+        if (followed) {
+            spdlog::info("routing: map version {} read from shard 0; applying", routing.load()->version());
+        } else {
+            spdlog::warn("routing: shard 0 did not answer for 10 s; applying by the journal's route record (map version {}) "
+                         "until it does: if a split ran while this gateway was down, ops of the moved half may reach the "
+                         "old shard meanwhile",
+                         routing.load()->version());
+        }
+        shard_set.hold_all_for_routing(false);
+    });
     // Moves a split an operator started from state to state (the live gateway with the lowest node id acts).
     shards::split_driver_options split_opts;
     split_opts.copy_rows_per_second_max = static_cast<double>(cfg.lim.split_copy_rows_per_second_max);

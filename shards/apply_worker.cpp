@@ -147,6 +147,12 @@ void apply_worker::set_paused(bool paused) noexcept {
     asio::post(strand_, [this] { wake_.cancel(); });
 }
 
+void apply_worker::hold_for_routing(bool held) noexcept {
+    routing_hold_ = held;
+    notified_ = true;
+    asio::post(strand_, [this] { wake_.cancel(); });
+}
+
 std::uint64_t apply_worker::now_ms() const { return opts_.wall_ms(); }
 
 asio::awaitable<void> apply_worker::async_sleep(std::chrono::milliseconds d) {
@@ -292,7 +298,7 @@ asio::awaitable<core::result<void>> apply_worker::async_rewind_cursor(std::uint6
 asio::awaitable<apply_worker::step_outcome> apply_worker::async_step() {
     if (!schema_ready_ && !co_await async_ensure_schema()) co_return step_outcome::outage;
     if (const step_outcome r = co_await async_requested_rewind(); r != step_outcome::idle) co_return r;
-    if (paused_) co_return step_outcome::idle;
+    if (paused_ || routing_hold_) co_return step_outcome::idle;
     const step_outcome applied = co_await async_apply_batch();
     if (applied == step_outcome::outage || applied == step_outcome::journal_error) co_return applied;
     // A pause that came during the batch holds the error queue too (an operator pauses to

@@ -76,6 +76,10 @@ public:
     // While paused the worker neither applies new ops nor retries its error queue; a batch
     // already under way finishes. Writes keep being journaled.
     void set_paused(bool paused) noexcept;
+    // Until cairnd's split follower has read the shards' map once, the worker applies nothing (it may
+    // still rewind): the journal's route record may be older than the map in force (a split ran while
+    // this gateway was down), and ops applied by it would land on the wrong shard. Any thread.
+    void hold_for_routing(bool held) noexcept;
     bool paused() const noexcept { return paused_.load(); }
     // Applies every op from seq + 1 on again by the route table in force (any thread; done at the
     // worker's next step, the lowest of several requests): a split adopted late routes ops of the
@@ -195,6 +199,7 @@ private:
     static constexpr std::uint64_t no_rewind = ~std::uint64_t{0};
     std::atomic<std::uint64_t> rewind_request_{no_rewind};
     std::atomic<bool> paused_;
+    std::atomic<bool> routing_hold_{false};
     std::atomic<bool> stopping_{false};
     std::atomic<std::uint64_t> applied_seq_{0};
     std::atomic<bool> shard_up_{false};

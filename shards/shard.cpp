@@ -80,6 +80,7 @@ bool shard::up() const noexcept { return worker_->shard_up(); }
 bool shard::known_down() const noexcept { return worker_->shard_known_down(); }
 bool shard::paused() const noexcept { return worker_->paused(); }
 void shard::set_paused(bool paused) noexcept { worker_->set_paused(paused); }
+void shard::hold_for_routing(bool held) noexcept { worker_->hold_for_routing(held); }
 void shard::rewind_to(std::uint64_t seq) noexcept { worker_->rewind_to(seq); }
 core::minute_window::totals shard::last_minute() const { return worker_->last_minute(); }
 void shard::notify() noexcept { worker_->notify(); }

@@ -112,6 +112,7 @@ public:
     bool known_down() const noexcept;
     bool paused() const noexcept;
     void set_paused(bool paused) noexcept;
+    void hold_for_routing(bool held) noexcept;  // apply_worker::hold_for_routing
     // Applies every op from seq + 1 on again (apply_worker::rewind_to).
     void rewind_to(std::uint64_t seq) noexcept;
     core::minute_window::totals last_minute() const;

@@ -64,6 +64,10 @@ void shard_set::start_all() {
     for (auto& s : shards_) s->start();
 }
 
+void shard_set::hold_all_for_routing(bool held) noexcept {
+    for (auto& s : shards_) s->hold_for_routing(held);
+}
+
 void shard_set::stop_all() {
     for (auto& s : shards_) s->stop();
 }

@@ -50,6 +50,8 @@ public:
 
     void notify_all() noexcept;
     void start_all();
+    // Every shard's worker (apply_worker::hold_for_routing); any thread.
+    void hold_all_for_routing(bool held) noexcept;
     void stop_all();
     void abort_all();
     // Connections in use per shard, "apply/read apply/read ...", for the stop's log.

@@ -81,7 +81,11 @@ split_follower::split_follower(asio::any_io_executor ex, shard_set& set, journal
       node_id_(node_id),
       interval_(interval) {}
 
-void split_follower::start() { asio::co_spawn(strand_, async_run(), core::log_task_end("split_follower")); }
+void split_follower::start(std::function<void(bool)> first_round, std::chrono::milliseconds first_round_wait) {
+    first_round_ = std::move(first_round);
+    first_round_wait_ = first_round_wait;
+    asio::co_spawn(strand_, async_run(), core::log_task_end("split_follower"));
+}
 
 void split_follower::stop() {
     stopping_ = true;
@@ -98,9 +102,15 @@ core::result<core::route_table> split_follower::initial_table(const journal::jou
 }
 
 asio::awaitable<void> split_follower::async_run() {
+    const auto started = std::chrono::steady_clock::now();
     while (!stopping_) {
         auto r = co_await async_follow_once();
         if (stopping_) break;
+        if (first_round_ && (r || std::chrono::steady_clock::now() - started >= first_round_wait_)) {
+            auto call = std::move(first_round_);
+            first_round_ = nullptr;
+            call(r.has_value());
+        }
         if (!r && !warned_) {
             spdlog::warn("routing: following the shard map on shard 0 failed: {}{}{}; trying again every {} ms",
                          r.error().message(), problem_.empty() ? "" : ": ", problem_, interval_.count());
@@ -271,6 +281,24 @@ asio::awaitable<core::result<void>> split_follower::async_follow_once() {
         }
         return std::move(t).value();
     };
+    // Splits that ended (cleaning, retired) while this gateway was down: it never routed by them, and
+    // each new shard's worker passed this gateway's ops under the old map (none were its rows then).
+    // The ops its old owner had not applied when this gateway went down (past the owner's cursor) may
+    // be rows of the moved half now: the new shard's worker goes back to that cursor — durably, before
+    // the newer table is recorded — and applies them by it (rows: last writer wins; counter ops: the
+    // copy brought the op ids of what the old owner had applied). Entries of the old owner's error queue
+    // are not twinned on this path (docs/resharding.md).
+    for (const auto& m : view.maps) {
+        if (m.version <= current->version() || (m.state != split_state::cleaning && m.state != split_state::retired)) continue;
+        if (m.new_shard >= set_.size() || m.split_shard >= set_.size()) continue;  // route_table_for refuses it below
+        const std::uint64_t back_to = std::min(journal_.cursor(m.split_shard), journal_.cursor(m.new_shard));
+        if (journal_.cursor(m.new_shard) <= back_to) continue;
+        spdlog::warn("routing: map version {} split shard {} to shard {} while node {} was away: shard {} applies this "
+                     "gateway's ops from seq {} again by the new map",
+                     m.version, m.split_shard, m.new_shard, node, m.new_shard, back_to + 1);
+        set_.at(m.new_shard).rewind_to(back_to);
+        if (!co_await async_wait_rewound(m.new_shard, back_to)) co_return core::success();  // stopping
+    }
     std::optional<core::route_table> next;
     if (active != nullptr && active->state == split_state::done && !cut_over) {
         routing_.install_at([this] { return journal_.last_seq(); }, [&](std::uint64_t next_seq) {

@@ -21,6 +21,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -37,7 +38,10 @@ public:
     // set, j and routing must outlive it; routing is the table set routes by.
     split_follower(boost::asio::any_io_executor ex, shard_set& set, journal::journal& j, core::routing& routing,
                    std::uint32_t node_id, std::chrono::milliseconds interval);
-    void start();
+    // first_round, if set, is called once on the follower's strand: with true after its first round
+    // that succeeded, or with false once rounds have failed for first_round_wait (shard 0 silent).
+    void start(std::function<void(bool followed)> first_round = {},
+               std::chrono::milliseconds first_round_wait = std::chrono::seconds(10));
     void stop();  // any thread; the loop ends at its next step
 
     // The table to route by before the first round, for cairnd's start: the journal's record, else
@@ -65,6 +69,8 @@ private:
     std::uint32_t node_id_;
     std::chrono::milliseconds interval_;
     std::atomic<bool> stopping_{false};
+    std::function<void(bool)> first_round_;  // on the strand; cleared once called
+    std::chrono::milliseconds first_round_wait_{0};
     bool warned_ = false;   // on the strand: a failing round is logged once until one succeeds
     std::string problem_;   // on the strand: what the last round found wrong beyond its error code
     // On the strand: the version and state this gateway last told shard 0 it routes by.

@@ -43,8 +43,8 @@ const std::string db = "cairn_split";
 const std::string db_n = "cairn_split_n";
 
 
-std::string split_state_of(const shard_endpoint& s) {
-    auto r = query_sql(s, "SELECT state FROM shard_maps WHERE version = 2", db);
+std::string split_state_of(const shard_endpoint& s, const std::string& database = db) {
+    auto r = query_sql(s, "SELECT state FROM shard_maps WHERE version = 2", database);
     return r && !r.value().empty() ? r.value().front() : std::string();
 }
 
@@ -598,6 +598,67 @@ TEST(split, counter_reads_over_every_shard_count_the_moved_half_once_while_the_o
     EXPECT_EQ(sum_on(servers[0], db5), model_total() - upper_views);
     check_reads("retired");
     EXPECT_EQ(a.terminate(), 0) << a.log_tail();
+}
+
+// A gateway down while a split ran to its end starts with a journal whose route record is the old map
+// and a backlog of ops of the moved half: its workers apply nothing until its follower has read the map
+// in force from shard 0, so the backlog lands on the new shard and none on the old one (cleaned).
+TEST(split, a_gateway_back_after_a_split_applies_its_backlog_by_the_map_in_force) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    const std::string db6 = "cairn_split6", db6_n = "cairn_split6_n";
+    const auto servers = test_shards();
+    const auto keys = pick_split_keys(40, 40);
+    cairnd_options a_opts;
+    a_opts.database = db6;
+    a_opts.node_id = 1;
+    a_opts.shards = {servers[0], servers[1]};
+    a_opts.journal_dir = make_temp_dir("cairn-split6-a");
+    const auto deployed = deploy_edges_then_list_a_third_shard(a_opts, keys, 40, db6_n);
+    ASSERT_TRUE(deployed.empty()) << deployed;
+    // B journals edges of the moved half with shard 0 paused (they stay unapplied there) and stops.
+    cairnd_options b_opts = a_opts;
+    b_opts.node_id = 2;
+    b_opts.journal_dir = make_temp_dir("cairn-split6-b");
+    edge_set backlog;
+    {
+        cairnd_process b(b_opts);
+        ASSERT_TRUE(b.start()) << b.log_tail();
+        auto paused = http_post(b.port(), "/v1/admin/apply/pause", R"({"shard": 0})");
+        ASSERT_TRUE(paused && paused->status == 200) << (paused ? paused->body : "no answer");
+        for (std::size_t i = 0; i < 40; ++i) {
+            const std::pair<std::int64_t, std::int64_t> e{keys.upper[i], keys.on_one[(i + 3) % keys.on_one.size()]};
+            ASSERT_TRUE(post_edge(b.port(), e.first, e.second));
+            backlog.insert(e);
+        }
+        ASSERT_EQ(b.terminate(), 0) << b.log_tail();
+    }
+    // A splits shard 0 to its end while B is down.
+    {
+        cairnd_process a(a_opts);
+        ASSERT_TRUE(a.start()) << a.log_tail();
+        ASSERT_TRUE(wait_shard_up(a.port(), 2)) << a.log_tail(8000);
+        auto started = http_post(a.port(), "/v1/admin/reshard/split",
+                                 fmt::format(R"({{"shard": 0, "to": "{}:{}"}})", servers[1].host, servers[1].port));
+        ASSERT_TRUE(started && started->status == 202) << (started ? started->body : "no answer");
+        ASSERT_TRUE(wait_until([&] { return split_state_of(servers[0], db6) == "retired"; }, 90s))
+            << split_state_of(servers[0], db6) << a.log_tail(8000);
+        ASSERT_EQ(a.terminate(), 0) << a.log_tail();
+    }
+    // B is back: its backlog goes by the map in force.
+    cairnd_process b(b_opts);
+    ASSERT_TRUE(b.start()) << b.log_tail();
+    ASSERT_TRUE(wait_applied(b.port(), 60s)) << b.log_tail(8000);
+    const auto on_n = forward_edges(servers[1], db6_n);
+    const auto on_i = forward_edges(servers[0], db6);
+    std::size_t missing = 0, stray = 0;
+    for (const auto& e : backlog) {
+        missing += on_n.contains(e) ? 0 : 1;
+        stray += on_i.contains(e) ? 1 : 0;
+    }
+    EXPECT_EQ(missing, 0u) << "backlog edges of the moved half missing on the new shard\n" << b.log_tail(8000);
+    EXPECT_EQ(stray, 0u) << "backlog edges of the moved half applied on the old shard by the old map\n" << b.log_tail(8000);
+    EXPECT_NE(b.log_tail(1 << 20).find("routing: map version 2 read from shard 0; applying"), std::string::npos) << b.log_tail(8000);
+    EXPECT_EQ(b.terminate(), 0) << b.log_tail();
 }
 
 }  // namespace
