@@ -423,6 +423,20 @@ asio::awaitable<core::result<void>> async_in_snapshot(mariadb_conn& conn, Body b
     co_return r;
 }
 
+// What tag_sql answers on conn as one line (rows joined by ';', columns by ','; empty where its
+// tables are missing: nothing applied there yet).
+asio::awaitable<core::result<std::string>> async_tag_text(mariadb_conn& conn, std::string_view tag_sql) {
+    auto tag = co_await conn.async_query(tag_sql);
+    if (!tag && !tables_missing(conn)) co_return tag.error();
+    std::string text;
+    for (std::size_t i = 0; tag && i < tag.value().size(); ++i) {
+        for (std::size_t c = 0; c < tag.value().columns(); ++c) {
+            fmt::format_to(std::back_inserter(text), "{}{}", c ? "," : i ? ";" : "", tag.value().at(i, c).value_or("NULL"));
+        }
+    }
+    co_return text;
+}
+
 // An order-free digest of a row's copied columns: each value with its length, hashed.
 std::uint64_t row_hash(const rows& r, std::size_t row, std::size_t skip, std::size_t count) {
     std::string bytes;
@@ -586,15 +600,9 @@ asio::awaitable<core::result<std::vector<range_table_diff>>> async_diff_range(ma
         for (const auto& t : g.tables) out.push_back(range_table_diff{t.name, 0, 0, 0, 0, {}, {}});
         const auto digest = [&](mariadb_conn& conn, bool source) -> asio::awaitable<core::result<void>> {
             if (!tag_sql.empty()) {
-                auto tag = co_await conn.async_query(tag_sql);
-                if (!tag && !tables_missing(conn)) co_return tag.error();
-                std::string text;
-                for (std::size_t i = 0; tag && i < tag.value().size(); ++i) {
-                    for (std::size_t c = 0; c < tag.value().columns(); ++c) {
-                        fmt::format_to(std::back_inserter(text), "{}{}", c ? "," : i ? ";" : "", tag.value().at(i, c).value_or("NULL"));
-                    }
-                }
-                for (std::size_t k = 0; k < g.tables.size(); ++k) (source ? out[first + k].tag_from : out[first + k].tag_to) = text;
+                auto text = co_await async_tag_text(conn, tag_sql);
+                if (!text) co_return text.error();
+                for (std::size_t k = 0; k < g.tables.size(); ++k) (source ? out[first + k].tag_from : out[first + k].tag_to) = text.value();
             }
             for (std::size_t k = 0; k < g.tables.size(); ++k) {
                 const auto& t = g.tables[k];
@@ -644,13 +652,9 @@ asio::awaitable<core::result<void>> async_chunk_side(mariadb_conn& conn, const c
     out = chunk_side{};
     co_return co_await async_in_snapshot(conn, [&]() -> asio::awaitable<core::result<void>> {
         if (!tag_sql.empty()) {
-            auto tag = co_await conn.async_query(tag_sql);
-            if (!tag && !tables_missing(conn)) co_return tag.error();
-            for (std::size_t i = 0; tag && i < tag.value().size(); ++i) {
-                for (std::size_t c = 0; c < tag.value().columns(); ++c) {
-                    fmt::format_to(std::back_inserter(out.tag), "{}{}", c ? "," : i ? ";" : "", tag.value().at(i, c).value_or("NULL"));
-                }
-            }
+            auto text = co_await async_tag_text(conn, tag_sql);
+            if (!text) co_return text.error();
+            out.tag = std::move(text).value();
         }
         if (missing) co_return core::success();
         std::vector<sql_param> params;

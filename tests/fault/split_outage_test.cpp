@@ -178,19 +178,8 @@ TEST(split_outage, a_late_adoption_is_recorded_only_once_the_new_shards_worker_w
     // B journals edges of the moved half with shard 0 paused (they wait for the old owner) while its
     // worker of the new shard passes them, and stops.
     edge_set backlog;
-    {
-        cairnd_process b(b_opts);
-        ASSERT_TRUE(b.start()) << b.log_tail();
-        auto paused = http_post(b.port(), "/v1/admin/apply/pause", R"({"shard": 0})");
-        ASSERT_TRUE(paused && paused->status == 200) << (paused ? paused->body : "no answer");
-        for (std::size_t i = 0; i < 20; ++i) {
-            ASSERT_TRUE(post_edge(b.port(), keys.upper[i], keys.on_one[i]));
-            backlog.insert({keys.upper[i], keys.on_one[i]});
-        }
-        ASSERT_TRUE(wait_until([&] { return metric(b.port(), "cairn_apply_applied_seq{shard=\"2\"}").value_or(0) >= 20; }, 30s))
-            << b.log_tail(8000);
-        ASSERT_EQ(b.terminate(), 0) << b.log_tail();
-    }
+    const auto journaled = journal_a_backlog_of_the_moved_half(b_opts, keys, 20, 0, backlog);
+    ASSERT_TRUE(journaled.empty()) << journaled;
     cairnd_process a(a_opts);
     ASSERT_TRUE(a.start()) << a.log_tail();
     ASSERT_TRUE(wait_shard_up(a.port(), 2)) << a.log_tail(8000);

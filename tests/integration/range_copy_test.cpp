@@ -25,20 +25,35 @@ namespace {
 constexpr const char* source_db = "cairn_range_copy_from";
 constexpr const char* target_db = "cairn_range_copy_to";
 
+// Two fresh databases, the source on the first test shard and the target on the second, connected.
+struct two_databases {
+    boost::asio::io_context ioc;
+    shards::mariadb_conn from{ioc.get_executor(), params_for(test_shards()[0], source_db)};
+    shards::mariadb_conn to{ioc.get_executor(), params_for(test_shards()[1], target_db)};
+    bool connect() {
+        fresh_database(source_db);
+        fresh_database(target_db);
+        return run_on(ioc, from.async_connect()).has_value() && run_on(ioc, to.async_connect()).has_value();
+    }
+    // The edges g: n -> n + 1000 (position n) for n in 1..400 on the source.
+    bool four_hundred_edges() {
+        return run_on(ioc, shards::async_create_edge_schema(from)).has_value() &&
+               exec_sql(test_shards()[0],
+                        {"INSERT INTO edges (graph, node_id, direction, other_id, state, own_state, position, ts, pos_ts, pos_set) "
+                         "SELECT 'g', seq, 0, seq + 1000, 0, 0, seq, 1, 1, 0 FROM seq_1_to_400"},
+                        source_db)
+                   .has_value();
+    }
+};
+
 TEST(range_copy, the_throttle_paces_the_copy_and_progress_follows_every_chunk) {
     CAIRN_REQUIRE_SHARDS(2u);
-    fresh_database(source_db);
-    fresh_database(target_db);
-    boost::asio::io_context ioc;
-    shards::mariadb_conn from(ioc.get_executor(), params_for(test_shards()[0], source_db));
-    shards::mariadb_conn to(ioc.get_executor(), params_for(test_shards()[1], target_db));
-    ASSERT_TRUE(run_on(ioc, from.async_connect()));
-    ASSERT_TRUE(run_on(ioc, to.async_connect()));
-    ASSERT_TRUE(run_on(ioc, shards::async_create_edge_schema(from)));
-    ASSERT_TRUE(exec_sql(test_shards()[0],
-                         {"INSERT INTO edges (graph, node_id, direction, other_id, state, own_state, position, ts, pos_ts, pos_set) "
-                          "SELECT 'g', seq, 0, seq + 1000, 0, 0, seq, 1, 1, 0 FROM seq_1_to_400"},
-                         source_db));
+    two_databases dbs;
+    ASSERT_TRUE(dbs.connect());
+    ASSERT_TRUE(dbs.four_hundred_edges());
+    auto& ioc = dbs.ioc;
+    auto& from = dbs.from;
+    auto& to = dbs.to;
     const auto half = core::shard_map::equal_ranges(1).split(0).value().range_of(1);
     auto plan = run_on(ioc, shards::async_plan_range_copy(from, {}, {}));
     ASSERT_TRUE(plan.has_value());
@@ -139,18 +154,12 @@ TEST(range_copy, a_resumed_copy_starts_past_its_position_in_a_resumable_group) {
 // each side's tag read in the same snapshot as its rows (here the database's name).
 TEST(range_copy, the_chunked_diff_names_the_chunk_that_differs_and_each_sides_tag) {
     CAIRN_REQUIRE_SHARDS(2u);
-    fresh_database(source_db);
-    fresh_database(target_db);
-    boost::asio::io_context ioc;
-    shards::mariadb_conn from(ioc.get_executor(), params_for(test_shards()[0], source_db));
-    shards::mariadb_conn to(ioc.get_executor(), params_for(test_shards()[1], target_db));
-    ASSERT_TRUE(run_on(ioc, from.async_connect()));
-    ASSERT_TRUE(run_on(ioc, to.async_connect()));
-    ASSERT_TRUE(run_on(ioc, shards::async_create_edge_schema(from)));
-    ASSERT_TRUE(exec_sql(test_shards()[0],
-                         {"INSERT INTO edges (graph, node_id, direction, other_id, state, own_state, position, ts, pos_ts, pos_set) "
-                          "SELECT 'g', seq, 0, seq + 1000, 0, 0, seq, 1, 1, 0 FROM seq_1_to_400"},
-                         source_db));
+    two_databases dbs;
+    ASSERT_TRUE(dbs.connect());
+    ASSERT_TRUE(dbs.four_hundred_edges());
+    auto& ioc = dbs.ioc;
+    auto& from = dbs.from;
+    auto& to = dbs.to;
     const auto all = core::shard_map::equal_ranges(1).range_of(0);
     auto plan = run_on(ioc, shards::async_plan_range_copy(from, {}, {}));
     ASSERT_TRUE(plan.has_value());

@@ -405,21 +405,8 @@ void a_late_gateway_brings_its_backlog_to_the_new_shard(split_state hold) {
     b_opts.node_id = 2;
     b_opts.journal_dir = make_temp_dir("cairn-split3-b");
     edge_set backlog;
-    {
-        cairnd_process b(b_opts);
-        ASSERT_TRUE(b.start()) << b.log_tail();
-        auto paused = http_post(b.port(), "/v1/admin/apply/pause", R"({"shard": 0})");
-        ASSERT_TRUE(paused && paused->status == 200) << (paused ? paused->body : "no answer");
-        for (std::size_t i = 0; i < 40; ++i) {
-            const std::pair<std::int64_t, std::int64_t> e{keys.upper[i], keys.on_one[(i + 1) % keys.on_one.size()]};
-            ASSERT_TRUE(post_edge(b.port(), e.first, e.second));
-            backlog.insert(e);
-        }
-        ASSERT_TRUE(wait_until([&] { return metric(b.port(), "cairn_apply_applied_seq{shard=\"2\"}").value_or(0) >= 40; }, 30s))
-            << b.log_tail(8000);
-        ASSERT_EQ(metric(b.port(), "cairn_apply_applied_seq{shard=\"0\"}").value_or(-1), 0.0);
-        ASSERT_EQ(b.terminate(), 0) << b.log_tail();
-    }
+    const auto journaled = journal_a_backlog_of_the_moved_half(b_opts, keys, 40, 1, backlog);
+    ASSERT_TRUE(journaled.empty()) << journaled;
     cairnd_process a(a_opts);
     ASSERT_TRUE(a.start()) << a.log_tail();
     ASSERT_TRUE(wait_shard_up(a.port(), 2)) << a.log_tail(8000);
@@ -620,18 +607,8 @@ TEST(split, a_gateway_back_after_a_split_applies_its_backlog_by_the_map_in_force
     b_opts.node_id = 2;
     b_opts.journal_dir = make_temp_dir("cairn-split6-b");
     edge_set backlog;
-    {
-        cairnd_process b(b_opts);
-        ASSERT_TRUE(b.start()) << b.log_tail();
-        auto paused = http_post(b.port(), "/v1/admin/apply/pause", R"({"shard": 0})");
-        ASSERT_TRUE(paused && paused->status == 200) << (paused ? paused->body : "no answer");
-        for (std::size_t i = 0; i < 40; ++i) {
-            const std::pair<std::int64_t, std::int64_t> e{keys.upper[i], keys.on_one[(i + 3) % keys.on_one.size()]};
-            ASSERT_TRUE(post_edge(b.port(), e.first, e.second));
-            backlog.insert(e);
-        }
-        ASSERT_EQ(b.terminate(), 0) << b.log_tail();
-    }
+    const auto journaled = journal_a_backlog_of_the_moved_half(b_opts, keys, 40, 3, backlog);
+    ASSERT_TRUE(journaled.empty()) << journaled;
     // A splits shard 0 to its end while B is down.
     {
         cairnd_process a(a_opts);

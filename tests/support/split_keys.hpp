@@ -89,6 +89,30 @@ inline std::string deploy_edges_then_list_a_third_shard(cairnd_options& o, const
     return {};
 }
 
+// A backlog of the moved half in another gateway's journal: through a gateway of options o, with shard
+// 0's applying paused, the edges upper[i] -> on_one[(i + shift) % n] for i < count are journaled (into
+// *backlog) and wait for the old owner, while the new shard's worker (shard 2) passes them under the map
+// of two shards (none is its own); once it has, the gateway stops. Empty, or what failed.
+inline std::string journal_a_backlog_of_the_moved_half(const cairnd_options& o, const split_keys& keys, std::size_t count,
+                                                       std::size_t shift, edge_set& backlog) {
+    cairnd_process b(o);
+    if (!b.start()) return "the gateway did not start: " + b.log_tail();
+    auto paused = http_post(b.port(), "/v1/admin/apply/pause", R"({"shard": 0})");
+    if (!paused || paused->status != 200) return "pausing shard 0: " + (paused ? paused->body : std::string("no answer"));
+    for (std::size_t i = 0; i < count; ++i) {
+        const std::pair<std::int64_t, std::int64_t> e{keys.upper.at(i), keys.on_one.at((i + shift) % keys.on_one.size())};
+        if (!post_edge(b.port(), e.first, e.second)) return fmt::format("the edge {} -> {} was not acknowledged", e.first, e.second);
+        backlog.insert(e);
+    }
+    const auto applied = [&](const char* shard) { return metric(b.port(), fmt::format("cairn_apply_applied_seq{{shard=\"{}\"}}", shard)); };
+    if (!wait_until([&] { return applied("2").value_or(0) >= static_cast<double>(count); }, std::chrono::seconds(30))) {
+        return "the new shard's worker did not pass the backlog: " + b.log_tail(8000);
+    }
+    if (applied("0").value_or(-1) != 0.0) return "shard 0 applied some of the backlog";
+    if (b.terminate() != 0) return "the gateway did not stop cleanly: " + b.log_tail();
+    return {};
+}
+
 // Waits until cairnd on port says shard `shard` is up (its worker connected and made its tables): a
 // split is refused before that.
 inline bool wait_shard_up(std::uint16_t port, std::size_t shard, std::chrono::seconds timeout = std::chrono::seconds(30)) {
