@@ -286,18 +286,24 @@ asio::awaitable<core::result<void>> split_follower::async_follow_once() {
     // The ops its old owner had not applied when this gateway went down (past the owner's cursor) may
     // be rows of the moved half now: the new shard's worker goes back to that cursor — durably, before
     // the newer table is recorded — and applies them by it (rows: last writer wins; counter ops: the
-    // copy brought the op ids of what the old owner had applied). Entries of the old owner's error queue
-    // are not twinned on this path (docs/resharding.md).
+    // copy brought the op ids of what the old owner had applied). The old owner's error-queue entries
+    // and dead letters of ops that touch the moved half get twins on the new shard, as an adopting
+    // gateway's do (the old owner's retry, by the new map, no longer writes those rows).
     for (const auto& m : view.maps) {
         if (m.version <= current->version() || (m.state != split_state::cleaning && m.state != split_state::retired)) continue;
         if (m.new_shard >= set_.size() || m.split_shard >= set_.size()) continue;  // route_table_for refuses it below
         const std::uint64_t back_to = std::min(journal_.cursor(m.split_shard), journal_.cursor(m.new_shard));
-        if (journal_.cursor(m.new_shard) <= back_to) continue;
-        spdlog::warn("routing: map version {} split shard {} to shard {} while node {} was away: shard {} applies this "
-                     "gateway's ops from seq {} again by the new map",
-                     m.version, m.split_shard, m.new_shard, node, m.new_shard, back_to + 1);
-        set_.at(m.new_shard).rewind_to(back_to);
-        if (!co_await async_wait_rewound(m.new_shard, back_to)) co_return core::success();  // stopping
+        if (journal_.cursor(m.new_shard) > back_to) {
+            spdlog::warn("routing: map version {} split shard {} to shard {} while node {} was away: shard {} applies this "
+                         "gateway's ops from seq {} again by the new map",
+                         m.version, m.split_shard, m.new_shard, node, m.new_shard, back_to + 1);
+            set_.at(m.new_shard).rewind_to(back_to);
+            if (!co_await async_wait_rewound(m.new_shard, back_to)) co_return core::success();  // stopping
+        }
+        // Twins already there (a restart before the table was recorded) are not put again.
+        if (auto r = co_await async_put_twins(m.version, m.split_shard, m.new_shard, m.map, journal_.last_seq() + 1); !r) {
+            co_return r.error();
+        }
     }
     std::optional<core::route_table> next;
     if (active != nullptr && active->state == split_state::done && !cut_over) {

@@ -602,12 +602,34 @@ TEST(split, a_gateway_back_after_a_split_applies_its_backlog_by_the_map_in_force
     a_opts.journal_dir = make_temp_dir("cairn-split6-a");
     const auto deployed = deploy_edges_then_list_a_third_shard(a_opts, keys, 40, db6_n);
     ASSERT_TRUE(deployed.empty()) << deployed;
-    // B journals edges of the moved half with shard 0 paused (they stay unapplied there) and stops.
+    // B writes an edge of the moved half that shard 0 refuses (a trigger): it waits in B's error queue
+    // there. Then B journals edges of the moved half with shard 0 paused (they stay unapplied there)
+    // and stops.
     cairnd_options b_opts = a_opts;
     b_opts.node_id = 2;
     b_opts.journal_dir = make_temp_dir("cairn-split6-b");
+    b_opts.retry_attempts_max = 1000;
+    const std::pair<std::int64_t, std::int64_t> refused{keys.upper[39], keys.on_one[0] + 500};
+    ASSERT_TRUE(exec_sql(servers[0], {fmt::format("CREATE TRIGGER poison BEFORE INSERT ON edges FOR EACH ROW "
+                                                  "IF NEW.node_id = {} AND NEW.other_id = {} THEN "
+                                                  "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'held back'; END IF",
+                                                  refused.first, refused.second)},
+                         db6));
+    {
+        cairnd_process b(b_opts);
+        ASSERT_TRUE(b.start()) << b.log_tail();
+        ASSERT_TRUE(post_edge(b.port(), refused.first, refused.second));
+        ASSERT_TRUE(wait_until(
+            [&] {
+                auto r = http_get(b.port(), "/v1/admin/errors?shard=0");
+                return r && r->status == 200 && nlohmann::json::parse(r->body)["errors"].size() == 1;
+            },
+            30s))
+            << b.log_tail(8000);
+        ASSERT_EQ(b.terminate(), 0) << b.log_tail();
+    }
     edge_set backlog;
-    const auto journaled = journal_a_backlog_of_the_moved_half(b_opts, keys, 40, 3, backlog);
+    const auto journaled = journal_a_backlog_of_the_moved_half(b_opts, keys, 39, 3, backlog);
     ASSERT_TRUE(journaled.empty()) << journaled;
     // A splits shard 0 to its end while B is down.
     {
@@ -635,6 +657,9 @@ TEST(split, a_gateway_back_after_a_split_applies_its_backlog_by_the_map_in_force
     EXPECT_EQ(missing, 0u) << "backlog edges of the moved half missing on the new shard\n" << b.log_tail(8000);
     EXPECT_EQ(stray, 0u) << "backlog edges of the moved half applied on the old shard by the old map\n" << b.log_tail(8000);
     EXPECT_NE(b.log_tail(1 << 20).find("routing: map version 2 read from shard 0; applying"), std::string::npos) << b.log_tail(8000);
+    // The edge that waited in shard 0's error queue reached the new shard through its twin.
+    EXPECT_TRUE(wait_until([&] { return forward_edges(servers[1], db6_n).contains(refused); }, 30s)) << b.log_tail(8000);
+    EXPECT_FALSE(forward_edges(servers[0], db6).contains(refused));
     EXPECT_EQ(b.terminate(), 0) << b.log_tail();
 }
 
