@@ -254,9 +254,28 @@ std::uint16_t gateway_port() {
     return g->port;
 }
 
+std::chrono::nanoseconds runqueue_wait() {
+    std::uint64_t total = 0;
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+        std::FILE* f = std::fopen((task.path() / "schedstat").c_str(), "r");
+        if (f == nullptr) continue;
+        unsigned long long on_cpu = 0, waiting = 0;
+        if (std::fscanf(f, "%llu %llu", &on_cpu, &waiting) == 2) total += waiting;
+        std::fclose(f);
+    }
+    return std::chrono::nanoseconds(static_cast<std::int64_t>(total));
+}
+
+bool starved_since(std::chrono::nanoseconds mark, std::chrono::milliseconds window) {
+    return runqueue_wait() - mark > window / 4;
+}
+
 std::optional<std::string> exchange(std::string_view bytes, std::chrono::milliseconds timeout) {
     socket_fd s;
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    auto waited_at = runqueue_wait();
+    int extensions = 0;
     std::string reply;
     char buf[16384];
     // Send and read at once: a gateway that answers early (or closes) must not block the sender.
@@ -268,7 +287,13 @@ std::optional<std::string> exchange(std::string_view bytes, std::chrono::millise
             send_closed = true;
         }
         const short events = static_cast<short>(POLLIN | (send_closed ? 0 : POLLOUT));
-        if (!wait_for(s.fd, events, deadline)) return std::nullopt;
+        if (!wait_for(s.fd, events, deadline)) {
+            if (extensions == 8 || !starved_since(waited_at, timeout)) return std::nullopt;
+            ++extensions;
+            deadline = std::chrono::steady_clock::now() + timeout;
+            waited_at = runqueue_wait();
+            continue;
+        }
         pollfd p{s.fd, events, 0};
         ::poll(&p, 1, 0);
         if (p.revents & (POLLIN | POLLHUP | POLLERR)) {

@@ -32,9 +32,17 @@ std::uint16_t gateway_port();
 
 // Sends bytes on a new connection, closes its sending side and returns everything the gateway
 // wrote back until it closed the connection; nullopt if it has not closed it within timeout
-// (a hang: the caller reports it).
+// (a hang: the caller reports it). A timeout during which this process was starved of the CPU
+// (starved_since) is extended, up to 8 times: a campaign at the lowest priority beside a busy
+// machine must not report the machine as a hang.
 std::optional<std::string> exchange(std::string_view bytes,
                                     std::chrono::milliseconds timeout = std::chrono::seconds(8));
+
+// The time this process's threads have spent runnable but waiting for a CPU, summed over its threads
+// (/proc/self/task/*/schedstat), and whether more than a quarter of `window` passed so since `mark`
+// (the deadlocked or idle wait, by contrast, sleeps: it adds nothing).
+std::chrono::nanoseconds runqueue_wait();
+bool starved_since(std::chrono::nanoseconds mark, std::chrono::milliseconds window);
 
 // Whether the gateway still answers GET /livez with 200 on a new connection.
 bool gateway_serves();
