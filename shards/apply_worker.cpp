@@ -133,12 +133,14 @@ void apply_worker::notify() noexcept {
     if (!notified_.exchange(true)) asio::post(strand_, [this] { wake_.cancel(); });
 }
 
-void apply_worker::rewind_to(std::uint64_t seq) noexcept {
+std::uint64_t apply_worker::rewind_to(std::uint64_t seq) noexcept {
     std::uint64_t cur = rewind_request_.load();
     while (seq < cur && !rewind_request_.compare_exchange_weak(cur, seq)) {
     }
+    const std::uint64_t ticket = rewind_asked_.fetch_add(1) + 1;  // after the request: see async_requested_rewind
     notified_ = true;
     asio::post(strand_, [this] { wake_.cancel(); });
+    return ticket;
 }
 
 void apply_worker::set_paused(bool paused) noexcept {
@@ -258,8 +260,19 @@ asio::awaitable<void> apply_worker::async_run() {
 }
 
 asio::awaitable<apply_worker::step_outcome> apply_worker::async_requested_rewind() {
+    // Every ticket up to `asked` set its request before it was handed out: what this step takes (or
+    // an earlier step took) covers them.
+    const std::uint64_t asked = rewind_asked_.load();
+    const auto done = [&] {
+        std::uint64_t d = rewind_done_.load();
+        while (d < asked && !rewind_done_.compare_exchange_weak(d, asked)) {
+        }
+    };
     const std::uint64_t requested = rewind_request_.exchange(no_rewind);
-    if (requested == no_rewind) co_return step_outcome::idle;
+    if (requested == no_rewind) {
+        done();
+        co_return step_outcome::idle;
+    }
     const std::uint64_t cursor = journal_.cursor(opts_.shard);
     auto first = journal_.first_seq();
     if (!first) {
@@ -267,7 +280,10 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_requested_rewind
         co_return step_outcome::journal_error;
     }
     const std::uint64_t to = std::max(requested, first.value() > 0 ? first.value() - 1 : 0);
-    if (to >= cursor) co_return step_outcome::idle;
+    if (to >= cursor) {
+        done();
+        co_return step_outcome::idle;
+    }
     spdlog::info("shard {} ({}): applying seqs {}..{} again by the route table in force (a split adopted late)", opts_.shard,
                  target_.name(), to + 1, cursor);
     if (auto r = co_await async_rewind_cursor(to); !r) {
@@ -275,6 +291,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_requested_rewind
         co_return step_outcome::journal_error;
     }
     m_rewound_.inc(cursor - to);
+    done();
     co_return step_outcome::progressed;
 }
 

@@ -84,7 +84,10 @@ public:
     // Applies every op from seq + 1 on again by the route table in force (any thread; done at the
     // worker's next step, the lowest of several requests): a split adopted late routes ops of the
     // moved half to the new shard that its worker had passed under the old map (split_follower).
-    void rewind_to(std::uint64_t seq) noexcept;
+    // Returns a ticket: rewinds_done() reaches it once the cursor was moved back (committed) or found
+    // at or below seq already.
+    std::uint64_t rewind_to(std::uint64_t seq) noexcept;
+    std::uint64_t rewinds_done() const noexcept { return rewind_done_.load(); }
 
     std::uint64_t applied_seq() const noexcept { return applied_seq_.load(); }
 
@@ -198,6 +201,8 @@ private:
     std::atomic<bool> notified_{false};
     static constexpr std::uint64_t no_rewind = ~std::uint64_t{0};
     std::atomic<std::uint64_t> rewind_request_{no_rewind};
+    std::atomic<std::uint64_t> rewind_asked_{0};  // tickets handed out (after the request is set)
+    std::atomic<std::uint64_t> rewind_done_{0};   // tickets whose rewind is done
     std::atomic<bool> paused_;
     std::atomic<bool> routing_hold_{false};
     std::atomic<bool> stopping_{false};

@@ -81,7 +81,8 @@ bool shard::known_down() const noexcept { return worker_->shard_known_down(); }
 bool shard::paused() const noexcept { return worker_->paused(); }
 void shard::set_paused(bool paused) noexcept { worker_->set_paused(paused); }
 void shard::hold_for_routing(bool held) noexcept { worker_->hold_for_routing(held); }
-void shard::rewind_to(std::uint64_t seq) noexcept { worker_->rewind_to(seq); }
+std::uint64_t shard::rewind_to(std::uint64_t seq) noexcept { return worker_->rewind_to(seq); }
+std::uint64_t shard::rewinds_done() const noexcept { return worker_->rewinds_done(); }
 core::minute_window::totals shard::last_minute() const { return worker_->last_minute(); }
 void shard::notify() noexcept { worker_->notify(); }
 void shard::start() {

@@ -114,7 +114,8 @@ public:
     void set_paused(bool paused) noexcept;
     void hold_for_routing(bool held) noexcept;  // apply_worker::hold_for_routing
     // Applies every op from seq + 1 on again (apply_worker::rewind_to).
-    void rewind_to(std::uint64_t seq) noexcept;
+    std::uint64_t rewind_to(std::uint64_t seq) noexcept;  // a ticket for rewinds_done()
+    std::uint64_t rewinds_done() const noexcept;
     core::minute_window::totals last_minute() const;
 
     // New ops were journaled (any thread).

@@ -39,17 +39,16 @@ struct shard0_view {
 
 }  // namespace
 
-// Waits until shard's worker has committed a cursor at or below seq (its next step does, after
-// rewind_to, once its shard is up; nothing passes seq meanwhile, as a pending adoption holds every
-// apply from it); false if stop() came first. Checks the journal every 10 ms, says so after 1 s and every 10 s.
-asio::awaitable<bool> split_follower::async_wait_rewound(core::shard_index shard, std::uint64_t seq) {
+// Asks shard's worker to go back to seq and waits until it has (its cursor committed at or below seq,
+// or found there; its next step does it, once its shard is up); false if stop() came first. Checks every
+// 10 ms, says so after 1 s and every 10 s.
+asio::awaitable<bool> split_follower::async_rewind(core::shard_index shard, std::uint64_t seq) {
+    const std::uint64_t ticket = set_.at(shard).rewind_to(seq);
     asio::steady_timer wait(strand_);
     for (int i = 1; !stopping_; ++i) {
-        if (journal_.cursor(shard) <= seq) co_return true;
+        if (set_.at(shard).rewinds_done() >= ticket) co_return true;
         if (i == 100 || i % 1000 == 0) {
-            spdlog::warn("routing: waiting for shard {}'s worker to go back to seq {} before the late adoption is recorded "
-                         "(its shard must be up)",
-                         shard, seq);
+            spdlog::warn("routing: waiting for shard {}'s worker to go back to seq {} (its shard must be up)", shard, seq);
         }
         wait.expires_after(std::chrono::milliseconds(10));
         core::error_code ec;
@@ -230,8 +229,7 @@ asio::awaitable<core::result<void>> split_follower::async_follow_once() {
         // the pending adoption holds every apply from the seq). The rewound cursor must be durable before
         // the adoption is: a restart after the adoption is recorded follows the recorded table and would
         // not rewind again (the ops would stay missing on the new shard). Not yet: the next round asks again.
-        set_.at(active->new_shard).rewind_to(*late_from - 1);
-        if (!co_await async_wait_rewound(active->new_shard, *late_from - 1)) co_return core::success();  // stopping
+        if (!co_await async_rewind(active->new_shard, *late_from - 1)) co_return core::success();  // stopping
         adoption = *late_from;
         spdlog::info("routing: adopting {}", describe(*routing_.load()));
     } else if (active != nullptr && !adoption) {
@@ -281,14 +279,37 @@ asio::awaitable<core::result<void>> split_follower::async_follow_once() {
         }
         return std::move(t).value();
     };
+    // Workers that must go back over this gateway's journal once the next table is installed (they
+    // re-apply by it) and before it is recorded (a restart before the record decides the same again).
+    struct going_back {
+        core::shard_index shard = 0;
+        std::uint64_t to = 0;
+        const stored_map* twins_of = nullptr;  // a split that ended while this gateway was away
+    };
+    std::vector<going_back> back;
+    // A split this gateway routed by that failed (cancelled; or failed by a gateway that joined late):
+    // from its adoption seq the old owner skipped the counter ops of the moved half (they were the new
+    // shard's alone), and the new shard is abandoned. The old owner goes back to that seq and applies
+    // them by the map in force (its rows again change nothing: they went to both owners).
+    if (current->split()) {
+        const auto& sp = *current->split();
+        const auto it = std::find_if(view.maps.begin(), view.maps.end(),
+                                     [&](const stored_map& m) { return m.version == current->version(); });
+        if (it != view.maps.end() && it->state == split_state::failed && journal_.cursor(sp.from) + 1 > sp.adoption_seq) {
+            spdlog::warn("routing: map version {} failed: shard {} applies this gateway's ops from seq {} (its adoption) "
+                         "again by the map in force, for the counter ops of the moved half it left to shard {}",
+                         current->version(), sp.from, sp.adoption_seq, current->map().size());
+            back.push_back({sp.from, sp.adoption_seq - 1, nullptr});
+        }
+    }
     // Splits that ended (cleaning, retired) while this gateway was down: it never routed by them, and
     // each new shard's worker passed this gateway's ops under the old map (none were its rows then).
     // The ops its old owner had not applied when this gateway went down (past the owner's cursor) may
-    // be rows of the moved half now: the new shard's worker goes back to that cursor — durably, before
-    // the newer table is recorded — and applies them by it (rows: last writer wins; counter ops: the
-    // copy brought the op ids of what the old owner had applied). The old owner's error-queue entries
-    // and dead letters of ops that touch the moved half get twins on the new shard, as an adopting
-    // gateway's do (the old owner's retry, by the new map, no longer writes those rows).
+    // be rows of the moved half now: the new shard's worker goes back to that cursor and applies them by
+    // the new map (rows: last writer wins; counter ops: the copy brought the op ids of what the old
+    // owner had applied). The old owner's error-queue entries and dead letters of ops that touch the
+    // moved half get twins on the new shard, as an adopting gateway's do (the old owner's retry, by the
+    // new map, no longer writes those rows).
     for (const auto& m : view.maps) {
         if (m.version <= current->version() || (m.state != split_state::cleaning && m.state != split_state::retired)) continue;
         if (m.new_shard >= set_.size() || m.split_shard >= set_.size()) continue;  // route_table_for refuses it below
@@ -297,13 +318,8 @@ asio::awaitable<core::result<void>> split_follower::async_follow_once() {
             spdlog::warn("routing: map version {} split shard {} to shard {} while node {} was away: shard {} applies this "
                          "gateway's ops from seq {} again by the new map",
                          m.version, m.split_shard, m.new_shard, node, m.new_shard, back_to + 1);
-            set_.at(m.new_shard).rewind_to(back_to);
-            if (!co_await async_wait_rewound(m.new_shard, back_to)) co_return core::success();  // stopping
         }
-        // Twins already there (a restart before the table was recorded) are not put again.
-        if (auto r = co_await async_put_twins(m.version, m.split_shard, m.new_shard, m.map, journal_.last_seq() + 1); !r) {
-            co_return r.error();
-        }
+        back.push_back({m.new_shard, back_to, &m});
     }
     std::optional<core::route_table> next;
     if (active != nullptr && active->state == split_state::done && !cut_over) {
@@ -319,6 +335,18 @@ asio::awaitable<core::result<void>> split_follower::async_follow_once() {
     if (!(*next == *current)) {
         spdlog::info("routing: now {}", describe(*next));
         set_.notify_all();
+    }
+    for (const auto& g : back) {
+        if (journal_.cursor(g.shard) > g.to) {
+            if (!co_await async_rewind(g.shard, g.to)) co_return core::success();  // stopping
+        }
+        // Twins already there (a restart before the table was recorded) are not put again.
+        if (g.twins_of != nullptr) {
+            const auto& m = *g.twins_of;
+            if (auto r = co_await async_put_twins(m.version, m.split_shard, m.new_shard, m.map, journal_.last_seq() + 1); !r) {
+                co_return r.error();
+            }
+        }
     }
     // Recorded after it is installed: a restart that reads an older record routes rows to both owners
     // a little longer, or holds the new shard again, which are both safe; only the adoption had to be

@@ -58,8 +58,8 @@ public:
 private:
     boost::asio::awaitable<void> async_run();
     boost::asio::awaitable<core::result<void>> async_record(const core::route_table& t);
-    // A late adoption's rewind of shard's worker to seq, durable in the journal (false: stopping).
-    boost::asio::awaitable<bool> async_wait_rewound(core::shard_index shard, std::uint64_t seq);
+    // Shard's worker sent back to seq, durably in the journal, before the caller goes on (false: stopping).
+    boost::asio::awaitable<bool> async_rewind(core::shard_index shard, std::uint64_t seq);
 
     boost::asio::strand<boost::asio::any_io_executor> strand_;
     boost::asio::steady_timer timer_;
