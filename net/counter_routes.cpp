@@ -193,14 +193,15 @@ struct summed_rows {
 };
 
 // The hashes of shard s whose counter sums this read must leave out: a split's moved half R on its
-// old shard while reads of R have moved to the new shard but the old one may still hold the sums it
-// had when they were copied (the driver deletes them once every gateway reads R from the new shard,
-// before the split is done: docs/resharding.md). Summed over every shard they would count twice. A
-// table whose key leaves shard_on out holds sums of both halves and is never copied: nothing.
+// old shard while reads of R have moved to the new shard but the old one may still hold sums of R
+// (it counted R's increments until reads moved; the driver deletes them once every gateway reads R
+// from the new shard, and cleaning deletes what an apply begun before the switch added since:
+// docs/resharding.md). Summed over every shard they would count twice. A table whose key leaves
+// shard_on out is counted on the first map's owner alone and never copied: nothing.
 std::optional<core::hash_range> moved_half_on(const core::route_table& routes, const shards::counter_read& q,
                                               core::shard_index s) {
     const auto& split = routes.split();
-    if (!split || !split->reads_moved || split->cut_over_seq != 0 || s != split->from) return std::nullopt;
+    if (!split || !split->reads_moved || s != split->from) return std::nullopt;
     if (!q.table->has_dimension(q.metric->shard_on)) return std::nullopt;
     return routes.next_map().range_of(routes.map().size());
 }

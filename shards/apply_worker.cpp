@@ -195,17 +195,19 @@ std::chrono::milliseconds apply_worker::retry_delay(std::uint32_t attempts) {
     return std::chrono::milliseconds(jitter(rng_));
 }
 
-asio::awaitable<core::result<void>> apply_worker::async_apply(apply_session& session, const core::shard_map& rows,
-                                                              std::span<const core::op* const> ops) {
-    const apply_context ctx{rows, *opts_.counters, *opts_.cells, *opts_.entities, now_ms()};
-    co_return co_await session.async_apply(ctx, opts_.shard, ops);
+asio::awaitable<core::result<void>> apply_worker::async_apply(apply_session& session, const core::route_table& table,
+                                                              std::uint64_t at, std::span<const core::op* const> ops) {
+    const core::shard_index s = opts_.shard;
+    const apply_context ctx{table.apply_map(s, at), *opts_.counters, *opts_.cells, *opts_.entities,
+                            now_ms(), &table.counter_map(s, at), &table.base_map()};
+    co_return co_await session.async_apply(ctx, s, ops);
 }
 
 asio::awaitable<core::result<void>> apply_worker::async_apply_one(apply_session& session, std::uint64_t seq,
                                                                   const core::op& o) {
     const auto table = routing_.load();
     const std::array<const core::op*, 1> one{&o};
-    co_return co_await async_apply(session, table->apply_map(opts_.shard, table->route_seq(opts_.shard, seq), false), one);
+    co_return co_await async_apply(session, *table, table->route_seq(opts_.shard, seq), one);
 }
 
 asio::awaitable<bool> apply_worker::async_ensure_schema() {
@@ -215,7 +217,7 @@ asio::awaitable<bool> apply_worker::async_ensure_schema() {
         co_return false;
     }
     const auto table = routing_.load();
-    const apply_context ctx{table->map(), *opts_.counters, *opts_.cells, *opts_.entities, now_ms()};
+    const apply_context ctx{table->map(), *opts_.counters, *opts_.cells, *opts_.entities, now_ms(), nullptr, &table->base_map()};
     auto r = co_await session.value()->async_create_schema(ctx);
     if (!r) {
         note_outage("creating tables", session.value()->describe(r.error()));
@@ -590,8 +592,8 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
     // A split's new shard is held until the copy of its range is written: it waits here.
     if (first > last || !table->may_apply(shard, first)) co_return step_outcome::idle;
     const std::uint64_t through = std::min(last, table->segment_last(first));
-    const core::shard_map& rows = table->apply_map(shard, first, false);
-    const core::shard_map& counters = table->apply_map(shard, first, true);
+    const core::shard_map& rows = table->apply_map(shard, first);
+    const counter_maps counters{table->counter_map(shard, first), table->base_map()};
     std::vector<const core::op*> mine;
     std::vector<std::uint64_t> mine_seqs;
     std::uint64_t taken_through = first;
@@ -599,7 +601,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
         if (seq > through) break;
         taken_through = seq;
         if (held.contains(seq)) continue;
-        if (touches_shard(o, o.kind() == core::model::counter ? counters : rows, shard)) {
+        if (touches_shard(o, rows, shard, &counters)) {
             mine.push_back(&o);
             mine_seqs.push_back(seq);
         }
@@ -622,7 +624,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
         }
         core::result<void> r = core::success();
         for (int attempt = 0; attempt <= retry_now_max; ++attempt) {
-            r = co_await async_apply(s, rows, mine);
+            r = co_await async_apply(s, *table, first, mine);
             if (r || r.error() != core::errc::shard_retry) break;
         }
         if (!r && is_outage(r.error())) {
@@ -636,7 +638,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
                 std::array<const core::op*, 1> one{mine[i]};
                 core::result<void> r1 = core::success();
                 for (int attempt = 0; attempt <= retry_now_max; ++attempt) {
-                    r1 = co_await async_apply(s, rows, one);
+                    r1 = co_await async_apply(s, *table, first, one);
                     if (r1 || r1.error() != core::errc::shard_retry) break;
                 }
                 if (r1) continue;

@@ -157,8 +157,9 @@ private:
     boost::asio::awaitable<step_outcome> async_idle_probe();
     // Applies ops in one transaction: the one apply function that batches, isolated ops and
     // error-queue retries all go through.
-    // rows: the map by which this shard takes the ops' rows (core::route_table::apply_map).
-    boost::asio::awaitable<core::result<void>> async_apply(apply_session& s, const core::shard_map& rows,
+    // By the table's maps for this shard at seq `at` (core::route_table::apply_map, counter_map,
+    // base_map): a batch's first seq, or an error task's route_seq.
+    boost::asio::awaitable<core::result<void>> async_apply(apply_session& s, const core::route_table& table, std::uint64_t at,
                                                            std::span<const core::op* const> ops);
     // async_apply of one op with its seq, routed by the table in force.
     boost::asio::awaitable<core::result<void>> async_apply_one(apply_session& s, std::uint64_t seq, const core::op& o);

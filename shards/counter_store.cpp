@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -92,8 +93,14 @@ asio::awaitable<core::result<void>> async_create_counter_schema(mariadb_conn& co
     co_return core::success();
 }
 
+bool counter_placement::counts(const core::counter_metric& m, const core::counter_table& t, const core::counter_op& c) const {
+    const core::shard_map* by = t.has_dimension(m.shard_on) ? keyed : unkeyed;
+    return by == nullptr || by->shard_of_hash(c.shard_hash) == shard;
+}
+
 asio::awaitable<core::result<void>> async_apply_counters(mariadb_conn& conn, const core::counter_catalog& catalog,
-                                                         std::span<const core::op* const> ops, std::uint64_t now_ms) {
+                                                         std::span<const core::op* const> ops, std::uint64_t now_ms,
+                                                         counter_placement where) {
     // One op per op id (a batch may hold a duplicate), each checked against the catalog.
     std::map<std::uint64_t, const core::op*> by_id;
     for (const core::op* o : ops) {
@@ -129,10 +136,13 @@ asio::awaitable<core::result<void>> async_apply_counters(mariadb_conn& conn, con
         std::size_t fresh = 0;
         for (const auto& [id, o] : by_id) {
             if (applied.contains(id)) continue;
-            if (now_ms > core::hlc_ms(o->ts) && now_ms - core::hlc_ms(o->ts) > keep_ms) co_return core::errc::op_expired;
             const auto& c = std::get<core::counter_op>(o->body);
             const auto* m = catalog.find(c.metric);
+            const auto here = [&](const core::counter_table& t) { return where.counts(*m, t, c); };
+            if (std::none_of(m->tables.begin(), m->tables.end(), here)) continue;
+            if (now_ms > core::hlc_ms(o->ts) && now_ms - core::hlc_ms(o->ts) > keep_ms) co_return core::errc::op_expired;
             for (const auto& t : m->tables) {
+                if (!here(t)) continue;
                 sums[&t][key_of(t, c)] += c.delta;
                 metric_of[&t] = m;
             }

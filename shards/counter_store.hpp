@@ -14,6 +14,7 @@
 #include "core/counters.hpp"
 #include "core/op.hpp"
 #include "core/result.hpp"
+#include "core/shard_map.hpp"
 
 #include <boost/asio/awaitable.hpp>
 
@@ -32,14 +33,29 @@ class mariadb_conn;
 boost::asio::awaitable<core::result<void>> async_create_counter_schema(mariadb_conn& conn,
                                                                        const core::counter_catalog& catalog);
 
-// Applies the counter ops (each lives on one shard, the caller's) in one transaction, then
-// deletes up to 1000 op ids older than the keep window. now_ms: the wall clock. Errors:
-// undeclared (a metric or dimension count the catalog does not know), op_expired, and those of
-// mariadb_conn (shard_unavailable, shard_timeout, shard_retry, shard_rejected).
+// Which of an op's tables one shard counts (docs/resharding.md, counters): a table whose key holds
+// the metric's shard_on dimension on the op's owner in `keyed` (the map its rows are applied by, as
+// every model's rows), a table whose key leaves it out on the op's owner in `unkeyed` (the
+// deployment's first map, core::route_table::base_map: reads sum such a table over every shard, so
+// no split may move where an op counts in it). Null maps: every table (one shard, no split).
+struct counter_placement {
+    const core::shard_map* keyed = nullptr;
+    const core::shard_map* unkeyed = nullptr;
+    core::shard_index shard = 0;
+    // Whether the shard counts the op in table t of metric m.
+    bool counts(const core::counter_metric& m, const core::counter_table& t, const core::counter_op& c) const;
+};
+
+// Applies the counter ops, each in the tables `where` gives this shard, in one transaction, then
+// deletes up to 1000 op ids older than the keep window. An op is counted once per shard: its id is
+// recorded with its additions (an op with no table here records nothing). now_ms: the wall clock.
+// Errors: undeclared (a metric or dimension count the catalog does not know), op_expired, and those
+// of mariadb_conn (shard_unavailable, shard_timeout, shard_retry, shard_rejected).
 boost::asio::awaitable<core::result<void>> async_apply_counters(mariadb_conn& conn,
                                                                 const core::counter_catalog& catalog,
                                                                 std::span<const core::op* const> ops,
-                                                                std::uint64_t now_ms);
+                                                                std::uint64_t now_ms,
+                                                                counter_placement where = {});
 
 // One grouped range read of one table: the sum of count over [from_ms, to_ms) (bucket starts)
 // for rows matching filters, grouped by bucket (by_bucket) and/or by one dimension.

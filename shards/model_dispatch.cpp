@@ -39,7 +39,10 @@ asio::awaitable<core::result<void>> async_apply_family(apply_family f, mariadb_c
         case apply_family::index_defs: co_return co_await async_apply_index_defs(conn, ops);
         case apply_family::entities: co_return co_await async_apply_entities(conn, ctx.entities, ctx.map, shard, ops);
         case apply_family::cells: co_return co_await async_apply_cells(conn, ctx.cells, ctx.map, shard, ops);
-        case apply_family::counters: co_return co_await async_apply_counters(conn, ctx.counters, ops, ctx.now_ms);
+        case apply_family::counters:
+            co_return co_await async_apply_counters(
+                conn, ctx.counters, ops, ctx.now_ms,
+                {ctx.counter_keyed != nullptr ? ctx.counter_keyed : &ctx.map, ctx.base != nullptr ? ctx.base : &ctx.map, shard});
     }
     co_return core::errc::shard_rejected;
 }
@@ -75,19 +78,24 @@ void add_shards(const core::counter_op& c, const core::shard_map& map, std::vect
 
 }  // namespace
 
-std::vector<core::shard_index> shards_of(const core::op& o, const core::shard_map& map) {
+std::vector<core::shard_index> shards_of(const core::op& o, const core::shard_map& map, const counter_maps* counters) {
     std::vector<core::shard_index> out;
-    std::visit([&](const auto& body) { add_shards(body, map, out); }, o.body);
+    if (const auto* c = std::get_if<core::counter_op>(&o.body); c != nullptr && counters != nullptr) {
+        out.push_back(counters->keyed.shard_of_hash(c->shard_hash));
+        out.push_back(counters->unkeyed.shard_of_hash(c->shard_hash));
+    } else {
+        std::visit([&](const auto& body) { add_shards(body, map, out); }, o.body);
+    }
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
 }
 
-bool touches_shard(const core::op& o, const core::shard_map& map, core::shard_index shard) {
+bool touches_shard(const core::op& o, const core::shard_map& map, core::shard_index shard, const counter_maps* counters) {
     if (const auto* e = std::get_if<core::edge_op>(&o.body)) {  // the hot case: no vector built
         return map.shard_of_id(e->source_id) == shard || map.shard_of_id(e->destination_id) == shard;
     }
-    const auto s = shards_of(o, map);
+    const auto s = shards_of(o, map, counters);
     return std::binary_search(s.begin(), s.end(), shard);
 }
 

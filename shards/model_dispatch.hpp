@@ -27,11 +27,25 @@ struct apply_context {
     const core::cell_config& cells;
     const core::entity_config& entities;
     std::uint64_t now_ms = 0;
+    // Where this shard counts counter ops (shards/counter_store.hpp, counter_placement): the tables
+    // keyed by the metric's shard_on dimension by `counter_keyed` (core::route_table::counter_map),
+    // the others by `base` (route_table::base_map). Null: `map` (no split has happened).
+    const core::shard_map* counter_keyed = nullptr;
+    const core::shard_map* base = nullptr;
 };
 
-// The shards the op writes rows on: sorted, without duplicates, never empty.
-std::vector<core::shard_index> shards_of(const core::op& o, const core::shard_map& map);
-bool touches_shard(const core::op& o, const core::shard_map& map, core::shard_index shard);
+// The maps of a counter op's rows (apply_context): by shard_on value, and the others.
+struct counter_maps {
+    const core::shard_map& keyed;
+    const core::shard_map& unkeyed;
+};
+
+// The shards the op writes rows on: sorted, without duplicates, never empty. A counter op's by
+// `counters` when given (its owners in both maps), else by `map`.
+std::vector<core::shard_index> shards_of(const core::op& o, const core::shard_map& map,
+                                         const counter_maps* counters = nullptr);
+bool touches_shard(const core::op& o, const core::shard_map& map, core::shard_index shard,
+                   const counter_maps* counters = nullptr);
 
 // Creates every model's tables, and the gateways' (shards/gateways.hpp), if missing (counters and cells: the declared ones; ctx.now_ms unused). Errors: those of mariadb_conn.
 boost::asio::awaitable<core::result<void>> async_create_schema(mariadb_conn& conn, const apply_context& ctx);

@@ -485,7 +485,8 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
             const live_conns live(*this, {&source, &target});
             auto plan = co_await async_open_pair(source, from, target, to);
             if (!plan) co_return plan.error();
-            // Counter sums of R differ by design once N takes R's increments alone (from the adoption).
+            // Counters are not compared: counter_ops holds both halves' op ids on I (copied whole), and
+            // I stops counting R once reads move (docs/resharding.md).
             std::erase_if(plan.value(), [](const copy_group& g) { return g.name == "counters"; });
             const range_copy_options o = step_options(false);
             // Chunk by chunk (range_copy.hpp, as Vitess's VDiff): under live writes the two shards are
@@ -554,8 +555,9 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
             }
             if (split.state == split_state::switched) {
                 // Every gateway reads the moved half's counters from N now, where they are whole (I's
-                // sums as copied, then every increment from the adoption). I's stale sums of R would be
-                // counted again by reads over every shard until cleaning: they go first.
+                // sums as copied, then every increment from the adoption), and I stopped counting R
+                // when its reads moved. I's stale sums of R would be counted again by reads over every
+                // shard once the gateways leave the split: they go first (cleaning deletes them again).
                 if (auto r = co_await async_delete_counters(from, range); !r) co_return r;
                 co_return co_await move_to(split_state::done);
             }

@@ -57,6 +57,21 @@ asio::awaitable<bool> split_follower::async_rewind(core::shard_index shard, std:
     co_return false;
 }
 
+asio::awaitable<void> split_follower::async_wait_unused(const std::shared_ptr<const core::route_table>& replaced, long own) {
+    asio::steady_timer wait(strand_);
+    for (int i = 1; !stopping_ && replaced.use_count() > own; ++i) {
+        if (i == 2000) {
+            spdlog::warn("routing: something still acts by the replaced route table after 10 s ({} holders); shard 0 learns "
+                         "of the new one anyway",
+                         replaced.use_count() - own);
+            co_return;
+        }
+        wait.expires_after(std::chrono::milliseconds(5));
+        core::error_code ec;
+        co_await wait.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+}
+
 namespace {
 
 std::string describe(const core::route_table& t) {
@@ -95,7 +110,7 @@ core::result<core::route_table> split_follower::initial_table(const journal::jou
     auto record = j.route_record();
     if (!record) return record.error();
     if (record.value().empty()) return core::route_table(1, core::shard_map::equal_ranges(base_count));
-    auto t = core::route_table::parse(record.value());
+    auto t = core::route_table::parse(record.value(), base_count);
     if (!t) return core::errc::journal_corrupt;
     return t;
 }
@@ -287,21 +302,6 @@ asio::awaitable<core::result<void>> split_follower::async_follow_once() {
         const stored_map* twins_of = nullptr;  // a split that ended while this gateway was away
     };
     std::vector<going_back> back;
-    // A split this gateway routed by that failed (cancelled; or failed by a gateway that joined late):
-    // from its adoption seq the old owner skipped the counter ops of the moved half (they were the new
-    // shard's alone), and the new shard is abandoned. The old owner goes back to that seq and applies
-    // them by the map in force (its rows again change nothing: they went to both owners).
-    if (current->split()) {
-        const auto& sp = *current->split();
-        const auto it = std::find_if(view.maps.begin(), view.maps.end(),
-                                     [&](const stored_map& m) { return m.version == current->version(); });
-        if (it != view.maps.end() && it->state == split_state::failed && journal_.cursor(sp.from) + 1 > sp.adoption_seq) {
-            spdlog::warn("routing: map version {} failed: shard {} applies this gateway's ops from seq {} (its adoption) "
-                         "again by the map in force, for the counter ops of the moved half it left to shard {}",
-                         current->version(), sp.from, sp.adoption_seq, current->map().size());
-            back.push_back({sp.from, sp.adoption_seq - 1, nullptr});
-        }
-    }
     // Splits that ended (cleaning, retired) while this gateway was down: it never routed by them, and
     // each new shard's worker passed this gateway's ops under the old map (none were its rows then).
     // The ops its old owner had not applied when this gateway went down (past the owner's cursor) may
@@ -361,7 +361,10 @@ asio::awaitable<core::result<void>> split_follower::async_follow_once() {
         twinned_ = active->version;
     }
     // Then shard 0 learns that this gateway routes by the state's table: the driver moves a split on
-    // from switched and done only once every live gateway has.
+    // from switched and done only once every live gateway has — and acts on it (after switched it
+    // deletes the old owner's counter sums of R, which an apply batch begun under the table before the
+    // switch could still add to): so first nothing may act by the table this round replaced.
+    if (!(*next == *current)) co_await async_wait_unused(current, now == current ? 2 : 1);
     if (active != nullptr && adoption && !(marked_ && marked_->first == active->version && marked_->second >= static_cast<std::uint8_t>(active->state))) {
         auto m = co_await set_.at(0).async_read([&](mariadb_conn& c) -> asio::awaitable<core::result<void>> {
             const std::uint64_t cut = next->split() ? next->split()->cut_over_seq : 0;

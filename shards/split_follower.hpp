@@ -60,6 +60,9 @@ private:
     boost::asio::awaitable<core::result<void>> async_record(const core::route_table& t);
     // Shard's worker sent back to seq, durably in the journal, before the caller goes on (false: stopping).
     boost::asio::awaitable<bool> async_rewind(core::shard_index shard, std::uint64_t seq);
+    // Waits until nothing but the caller's own `own` references holds that table (an apply batch or a
+    // request that loaded it keeps it until it ends), up to 10 s (then warns) or until stopping.
+    boost::asio::awaitable<void> async_wait_unused(const std::shared_ptr<const core::route_table>& replaced, long own);
 
     boost::asio::strand<boost::asio::any_io_executor> strand_;
     boost::asio::steady_timer timer_;

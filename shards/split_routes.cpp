@@ -38,7 +38,7 @@ core::result<core::route_table> route_table_for(const std::vector<stored_map>& m
     std::uint32_t version = 1;
     auto map = map_in_force(maps, base_count, &version);
     const stored_map* active = active_split(maps);
-    if (active == nullptr) return core::route_table(version, std::move(map));
+    if (active == nullptr) return core::route_table(version, std::move(map), base_count);
     // The split must be of the map in force: its version newer, its new shard the next index, and its
     // stored map that map split once.
     auto next = map.split(active->split_shard);
@@ -55,7 +55,7 @@ core::result<core::route_table> route_table_for(const std::vector<stored_map>& m
         if (!cut_over_seq) return core::errc::conflict;
         sp.cut_over_seq = std::max(*cut_over_seq, *adoption_seq);
     }
-    return core::route_table::splitting(active->version, std::move(map), sp);
+    return core::route_table::splitting(active->version, std::move(map), sp, base_count);
 }
 
 core::result<core::route_table> pending_adoption_table(const std::vector<stored_map>& maps, std::uint32_t base_count,
@@ -70,7 +70,7 @@ core::result<core::route_table> pending_adoption_table(const std::vector<stored_
     sp.new_shard_held = true;
     sp.reads_moved = false;
     sp.cut_over_seq = 0;
-    return core::route_table::splitting(t.value().version(), t.value().map(), sp);
+    return core::route_table::splitting(t.value().version(), t.value().map(), sp, base_count);
 }
 
 }  // namespace cairn::shards

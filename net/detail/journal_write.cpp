@@ -98,13 +98,15 @@ asio::awaitable<response> async_journal_write(gateway& gw, route_context& ctx, s
         auto r = co_await shards::async_append(gw.journal, ops, key);
         if (r) {
             if (wait_mode) {
-                // The shards a read of these ops goes to, by the route table in force now that
-                // their seqs are known (a split routes by seq: docs/resharding.md).
+                // The shards a read of these ops goes to, by the route table in force (a split's old
+                // owner applies the moved half's ops until reads move: docs/resharding.md).
                 const auto routes = gw.routing.load();
                 std::vector<core::shard_index> touched;
                 for (std::size_t i = 0; i < ops.size(); ++i) {
-                    const auto& map = routes->wait_map(r.value().first_seq + i, ops[i].kind() == core::model::counter);
-                    for (const auto s : shards::shards_of(ops[i], map)) touched.push_back(s);
+                    // A counter op: its owner in the read map, and in the base map (its tables that
+                    // leave shard_on out are counted there, and read over every shard).
+                    const shards::counter_maps counters{routes->read_map(), routes->base_map()};
+                    for (const auto s : shards::shards_of(ops[i], routes->read_map(), &counters)) touched.push_back(s);
                 }
                 std::sort(touched.begin(), touched.end());
                 touched.erase(std::unique(touched.begin(), touched.end()), touched.end());

@@ -18,16 +18,16 @@ void check_route_table(std::string_view text, std::uint64_t probe) {
     auto parsed = cairn::core::route_table::parse(text);
     if (!parsed) return;
     const auto& t = parsed.value();
-    if (t.to_text() != text) std::abort();
+    // A text with its base count is read back exactly; one without (written before the base count
+    // was) gains it, and reads back the same.
+    if (text.find('b') != std::string_view::npos && t.to_text() != text) std::abort();
+    if (auto again = cairn::core::route_table::parse(t.to_text()); !again || again.value() != t) std::abort();
     for (const std::uint64_t seq : {std::uint64_t{1}, probe % 1000, probe}) {
-        for (const bool counter : {false, true}) {
-            bool someone = false;
-            for (cairn::core::shard_index s = 0; s < t.shards(); ++s) {
-                const auto& m = t.apply_map(s, seq, counter);
-                if (m.shard_of_hash(probe) == s) someone = true;
-            }
-            if (!someone) std::abort();
+        bool someone = false;
+        for (cairn::core::shard_index s = 0; s < t.shards(); ++s) {
+            if (t.apply_map(s, seq).shard_of_hash(probe) == s) someone = true;
         }
+        if (!someone || t.base_map().shard_of_hash(probe) >= t.shards()) std::abort();
         if (t.read_map().shard_of_hash(probe) >= t.shards() || t.segment_last(seq) < seq) std::abort();
     }
 }

@@ -81,7 +81,7 @@ asio::awaitable<core::result<std::unique_ptr<shards::apply_session>>> memory_sha
 
 void memory_shard::take_replica() {
     replica_ = std::make_unique<data>(
-        data{applies_, marks_, late_marks_, edge_applies_, counters_, entities_, index_rows_, cells_, index_defs_});
+        data{applies_, marks_, late_marks_, edge_applies_, counters_, totals_, counter_ids_, entities_, index_rows_, cells_, index_defs_});
 }
 
 std::uint64_t memory_shard::replica_mark(std::uint64_t node_id) const {
@@ -96,6 +96,8 @@ void memory_shard::fail_over(bool outage) {
     late_marks_ = std::move(replica_->late_marks);
     edge_applies_ = std::move(replica_->edge_applies);
     counters_ = std::move(replica_->counters);
+    totals_ = std::move(replica_->totals);
+    counter_ids_ = std::move(replica_->counter_ids);
     entities_ = std::move(replica_->entities);
     index_rows_ = std::move(replica_->index_rows);
     cells_ = std::move(replica_->cells);
@@ -105,12 +107,22 @@ void memory_shard::fail_over(bool outage) {
     if (outage) down_ = true;
 }
 
-void memory_shard::apply_op(const core::op& o, const core::shard_map& map) {
-    if (!shards::touches_shard(o, map, index_)) return;
+void memory_shard::apply_op(const core::op& o, const core::shard_map& map, const shards::counter_maps* counters) {
+    if (!shards::touches_shard(o, map, index_, counters)) return;
     ++applies_[o.op_id];
     if (const auto* c = std::get_if<core::counter_op>(&o.body)) {
-        auto& cell = counters_[counter_key_of(*c)];
-        if (cell.op_ids.insert(o.op_id).second) cell.sum += c->delta;
+        // One record per op and shard, as counter_ops: an op counted here adds nothing again.
+        if (!counter_ids_.insert(o.op_id).second) return;
+        if ((counters != nullptr ? counters->keyed : map).shard_of_hash(c->shard_hash) == index_) {
+            auto& cell = counters_[counter_key_of(*c)];
+            cell.op_ids.insert(o.op_id);
+            cell.sum += c->delta;
+        }
+        if ((counters != nullptr ? counters->unkeyed : map).shard_of_hash(c->shard_hash) == index_) {
+            auto& cell = totals_[{c->metric, c->time_ms / 3'600'000}];
+            cell.op_ids.insert(o.op_id);
+            cell.sum += c->delta;
+        }
         return;
     }
     if (const auto* e = std::get_if<core::entity_op>(&o.body)) {
@@ -150,10 +162,18 @@ void memory_shard::apply_op(const core::op& o, const core::shard_map& map) {
     edge_applies_.push_back(o);
 }
 
+namespace {
+// The counter maps of an apply context (null members: its map).
+shards::counter_maps counter_maps_of(const shards::apply_context& ctx) {
+    return {ctx.counter_keyed != nullptr ? *ctx.counter_keyed : ctx.map, ctx.base != nullptr ? *ctx.base : ctx.map};
+}
+}  // namespace
+
 core::result<void> memory_shard::statement(const shards::apply_context& ctx, core::shard_index shard,
                                            std::span<const core::op* const> ops) {
     ++statements_;
     if (shard != index_) return core::errc::bad_request;
+    const auto counters = counter_maps_of(ctx);
     if (down_) return core::errc::shard_unavailable;
     if (roll(faults_.lost_before)) return core::errc::shard_timeout;
     if (roll(faults_.deadlock)) {
@@ -169,12 +189,12 @@ core::result<void> memory_shard::statement(const shards::apply_context& ctx, cor
     }
     if (roll(faults_.lost_partway) && ops.size() > 1) {
         const std::size_t n = 1 + rng_() % (ops.size() - 1);
-        for (std::size_t i = 0; i < n; ++i) apply_op(*ops[i], ctx.map);
+        for (std::size_t i = 0; i < n; ++i) apply_op(*ops[i], ctx.map, &counters);
         return core::errc::shard_unavailable;
     }
-    for (const core::op* o : ops) apply_op(*o, ctx.map);
+    for (const core::op* o : ops) apply_op(*o, ctx.map, &counters);
     if (roll(faults_.duplicated)) {
-        for (const core::op* o : ops) apply_op(*o, ctx.map);
+        for (const core::op* o : ops) apply_op(*o, ctx.map, &counters);
     }
     if (roll(faults_.crash_after)) {
         crash_requested_ = true;

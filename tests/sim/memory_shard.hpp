@@ -39,6 +39,8 @@ struct fault_rates {
 
 // (metric, dimensions joined by '\x1f', hour)
 using counter_key = std::tuple<std::string, std::string, std::int64_t>;
+// A counter table whose key leaves the shard_on dimension out: (metric, hour).
+using total_key = std::pair<std::string, std::int64_t>;
 
 // An entity row: the write with the greatest ts wins (a tombstone too).
 struct entity_row {
@@ -111,7 +113,11 @@ public:
     // The edge rows and counts: every edge and node op applied here, folded in the order (and as
     // often) it was applied, then the effective states computed (core/edge_rules.hpp).
     test::edge_model edges() const { return test::edge_model::of(edge_applies_); }
+    // As the real counter tables (shards/counter_store.hpp, counter_placement): per dimensions and
+    // hour where the op's owner in the rows' map is this shard (the tables keyed by shard_on), per
+    // metric and hour where its owner in the deployment's first map is (the others).
     const std::map<counter_key, counter_cell>& counters() const noexcept { return counters_; }
+    const std::map<total_key, counter_cell>& totals() const noexcept { return totals_; }
     const std::map<entity_key, entity_row>& entities() const noexcept { return entities_; }
     const std::map<index_row_key, std::uint64_t>& index_rows() const noexcept { return index_rows_; }
     const std::map<cell_key, cell_row>& cells() const noexcept { return cells_; }
@@ -134,7 +140,8 @@ public:
     void fail_over(bool outage);
 
     // Folds the op's rows that live on this shard into the state (what a successful statement does).
-    void apply_op(const core::op& o, const core::shard_map& map);
+    // counters: where a counter op counts (apply_context); null: by map.
+    void apply_op(const core::op& o, const core::shard_map& map, const shards::counter_maps* counters = nullptr);
 
 private:
     friend class memory_session;
@@ -155,6 +162,8 @@ private:
     std::map<std::uint64_t, std::uint64_t> late_marks_;  // node id -> late mark
     std::vector<core::op> edge_applies_;  // every apply of an edge or node op, in order
     std::map<counter_key, counter_cell> counters_;
+    std::map<total_key, counter_cell> totals_;
+    std::set<std::uint64_t> counter_ids_;  // counter ops counted here, once each (counter_ops)
     std::map<entity_key, entity_row> entities_;
     std::map<index_row_key, std::uint64_t> index_rows_;
     std::map<cell_key, cell_row> cells_;
@@ -168,6 +177,8 @@ private:
         std::map<std::uint64_t, std::uint64_t> late_marks;
         std::vector<core::op> edge_applies;
         std::map<counter_key, counter_cell> counters;
+        std::map<total_key, counter_cell> totals;
+        std::set<std::uint64_t> counter_ids;
         std::map<entity_key, entity_row> entities;
         std::map<index_row_key, std::uint64_t> index_rows;
         std::map<cell_key, cell_row> cells;

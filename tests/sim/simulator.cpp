@@ -348,13 +348,15 @@ private:
         const auto table = routing_.load();
         std::uint32_t owners = 0;
         for (core::shard_index s = 0; s < total_shards_; ++s) {
-            if (shards::touches_shard(o, table->apply_map(s, seq, o.kind() == core::model::counter), s)) owners |= 1u << s;
+            const shards::counter_maps counters{table->counter_map(s, seq), table->base_map()};
+            if (shards::touches_shard(o, table->apply_map(s, seq), s, &counters)) owners |= 1u << s;
         }
         // Worked out here, not only by the routing under test: an entity's row on its id's shard, a
         // cell's on its row key's, each index row on its value's shard, an index definition (and a
-        // node's registers) on every shard; from a split's adoption seq, the rows in the new shard's
-        // range on it as well, and counter ops there alone (docs/resharding.md). A route that
-        // forgot one fails here.
+        // node's registers) on every shard, a counter op's on its shard_on value's shard (in the
+        // deployment's first map too: this simulation splits a shard of it, so the same); from a
+        // split's adoption seq, the rows in the new shard's range on it as well (counter ops too:
+        // docs/resharding.md). A route that forgot one fails here.
         bool all = false;
         const auto hashes = row_hashes(o, all);
         std::uint32_t want = all ? (1u << shard_count_) - 1 : 0;
@@ -364,7 +366,6 @@ private:
             bool in_r = all;
             for (const auto h : hashes) in_r = in_r || r.contains(h);
             if (in_r) want |= 1u << shard_count_;
-            if (o.kind() == core::model::counter && in_r) want = 1u << shard_count_;
         }
         if (want != owners) {
             fail(fmt::format("op {:x} ({}) at seq {} routes to shards {:#x}, its rows live on {:#x}", o.op_id, describe(o), seq,
@@ -585,7 +586,7 @@ private:
                 }
             }
             // Nothing applied that was not acknowledged, nor on a shard that owned it at none of its
-            // seqs (a counter op applied on both of a split's shards counts twice).
+            // seqs (a counter op counted by two shards in the tables summed over every shard counts twice).
             for (const auto& [id, n] : applies) {
                 if (!by_id_.contains(id)) fail(fmt::format("shard {} applied op {:x}, which was never acknowledged", s, id));
                 if (!(owned_by_.contains(id) && (owned_by_.at(id) & (1u << s)))) {
@@ -707,6 +708,7 @@ private:
             }
             std::vector<core::op> applied_edges;
             std::map<counter_key, std::int64_t> counters;
+            std::map<total_key, std::int64_t> totals;
             // Entities: the op with the greatest ts per entity (ts are unique), and per index row.
             std::map<entity_key, const core::op*> newest;
             std::map<index_row_key, std::uint64_t> want_index_rows;
@@ -717,7 +719,10 @@ private:
             for (const auto& [id, n] : shard.applies()) {
                 const auto& o = by_id_.at(id);
                 if (const auto* c = std::get_if<core::counter_op>(&o.body)) {
-                    counters[counter_key_of(*c)] += c->delta;
+                    // The tables keyed by shard_on on the rows' shard; the others on the owner in
+                    // the first map (map_: this simulation splits a shard of version 1).
+                    if (rows_map.shard_of_hash(c->shard_hash) == s) counters[counter_key_of(*c)] += c->delta;
+                    if (map_.shard_of_hash(c->shard_hash) == s) totals[{c->metric, c->time_ms / 3'600'000}] += c->delta;
                 } else if (const auto* cell = std::get_if<core::cell_op>(&o.body)) {
                     if (rows_map.shard_of_hash(core::hash_bytes(cell->row_key)) == s) {
                         auto& best = first_cells[{cell->table, cell->row_key, cell->column, cell->ref_key}];
@@ -779,6 +784,9 @@ private:
             std::map<counter_key, std::int64_t> got_counters;
             for (const auto& [k, cell] : shard.counters()) got_counters[k] = cell.sum;
             if (counters != got_counters) return fail(fmt::format("convergence: shard {}'s counters differ from the model", s));
+            std::map<total_key, std::int64_t> got_totals;
+            for (const auto& [k, cell] : shard.totals()) got_totals[k] = cell.sum;
+            if (totals != got_totals) return fail(fmt::format("convergence: shard {}'s counter totals differ from the model", s));
             std::map<entity_key, entity_row> want_entities;
             for (const auto& [k, o] : newest) {
                 const auto& e = std::get<core::entity_op>(o->body);
