@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -216,6 +217,52 @@ asio::awaitable<core::result<half_counts>> async_count_half(gateway& gw, std::ui
     co_return r;
 }
 
+// Tables the whole-table diff found "applying" (rows differ while the shards' applied marks differ:
+// under steady writes two whole tables rarely meet at the same marks) compared again chunk by chunk, as
+// the split driver verifies: a chunk that differs at different marks is compared again alone, up to 10
+// times. Returns, per table asked, whether it settled: true (every chunk the same), false (a chunk
+// differs at the same marks), absent (still applying).
+asio::awaitable<core::result<std::map<std::string, bool, std::less<>>>> async_recheck_by_chunks(
+    gateway& gw, std::uint32_t from, std::uint32_t to, core::hash_range range, const std::set<std::string, std::less<>>& tables,
+    std::string& why) {
+    const auto ex = co_await asio::this_coro::executor;
+    shards::mariadb_conn source(ex, shards::conn_params_of(*gw.cfg, from));
+    shards::mariadb_conn target(ex, shards::conn_params_of(*gw.cfg, to));
+    if (auto r = co_await shards::async_connect_checked(source, from, static_cast<std::uint32_t>(gw.shards.size())); !r) co_return r.error();
+    if (auto r = co_await shards::async_connect_checked(target, to, static_cast<std::uint32_t>(gw.shards.size())); !r) co_return r.error();
+    auto plan = co_await shards::async_plan_range_copy(source, gw.cfg->counters, gw.cfg->cells);
+    if (!plan) {
+        why = source.last_error();
+        co_return plan.error();
+    }
+    for (auto& g : plan.value()) std::erase_if(g.tables, [&](const shards::copy_table& t) { return !tables.contains(t.name); });
+    std::erase_if(plan.value(), [](const shards::copy_group& g) { return g.tables.empty(); });
+    constexpr std::string_view marks_sql = "SELECT node_id, seq FROM applied_marks ORDER BY node_id";
+    shards::range_copy_options o;
+    o.chunk_rows = 1000;
+    auto diff = co_await shards::async_diff_range_chunks(source, target, plan.value(), range, o, marks_sql);
+    for (int attempt = 0; attempt < 10 && diff; ++attempt) {
+        const bool again = std::any_of(diff.value().begin(), diff.value().end(),
+                                       [](const shards::range_chunk_diff& c) { return c.tag_from != c.tag_to; });
+        if (!again) break;
+        diff = co_await shards::async_rediff_chunks(source, target, plan.value(), range, diff.value(), o, marks_sql);
+    }
+    if (!diff) why = !source.last_error().empty() ? source.last_error() : target.last_error();
+    source.close();
+    target.close();
+    if (!diff) co_return diff.error();
+    std::map<std::string, bool, std::less<>> out;
+    for (const auto& t : tables) out[t] = true;
+    for (const auto& c : diff.value()) {
+        if (c.tag_from == c.tag_to) {
+            out[c.table] = false;
+        } else if (auto it = out.find(c.table); it != out.end() && it->second) {
+            out.erase(it);
+        }
+    }
+    co_return out;
+}
+
 json split_json(const shards::stored_map& m) {
     return {{"version", m.version},           {"shard", m.split_shard},
             {"new_shard", m.new_shard},       {"new_address", m.new_address},
@@ -392,8 +439,9 @@ asio::awaitable<response> async_verify(gateway& gw, route_context& ctx) {
     if (m->new_shard >= gw.cfg->shards.size()) {
         co_return refuse(req, problems::split_not_ready, fmt::format("this gateway's config does not list shard {}", m->new_shard));
     }
-    // Counter sums differ by design while both hold the half (the new shard counts its increments from
-    // the adoption alone); after cleaning, everything of the half is compared (the old owner must hold none).
+    // Counter sums are left out while both hold the half (the old shard stops counting it once reads
+    // move, and counter_ops holds both halves' op ids there); after cleaning, everything of the half is
+    // compared (the old owner must hold none).
     const bool cleaned = m->state >= shards::split_state::cleaning;
     std::string why;
     auto counts = co_await async_count_half(gw, m->split_shard, m->new_shard, range, !cleaned, !cleaned, why);
@@ -402,21 +450,40 @@ asio::awaitable<response> async_verify(gateway& gw, route_context& ctx) {
                                                   why.empty() ? "" : ")"),
                                  counts.error());
     }
+    // Tables that differ while the shards' marks differ: compared again chunk by chunk.
+    std::set<std::string, std::less<>> applying_tables;
+    for (const auto& t : counts.value().tables) {
+        if (!cleaned && !t.same() && t.tag_from != t.tag_to) applying_tables.insert(t.table);
+    }
+    std::map<std::string, bool, std::less<>> settled;
+    if (!applying_tables.empty()) {
+        auto r = co_await async_recheck_by_chunks(gw, m->split_shard, m->new_shard, range, applying_tables, why);
+        if (!r) {
+            co_return shards_problem(req, fmt::format("comparing the moved half chunk by chunk{}{}{}", why.empty() ? "" : " (", why,
+                                                      why.empty() ? "" : ")"),
+                                     r.error());
+        }
+        settled = std::move(r).value();
+    }
     json tables = json::array();
     bool clean = true;
     for (const auto& t : counts.value().tables) {
         // Before cleaning both must agree; after it the old owner holds none of the half (whole tables,
         // such as the counters' op ids, stay on every shard).
         const bool whole = cleaned && counts.value().whole.contains(t.table);
-        const bool ok = whole || (cleaned ? t.rows_from == 0 : t.same());
-        const bool applying = !ok && !cleaned && t.tag_from != t.tag_to;
+        const auto by_chunks = settled.find(t.table);
+        const bool ok = whole || (cleaned ? t.rows_from == 0 : t.same() || (by_chunks != settled.end() && by_chunks->second));
+        const bool applying = !ok && !cleaned && t.tag_from != t.tag_to && by_chunks == settled.end();
         if (!ok && !applying) clean = false;
         tables.push_back({{"table", t.table},
                           {"rows_on_shard", t.rows_from},
                           {"rows_on_new_shard", t.rows_to},
                           {"checksum_on_shard", fmt::format("{:016x}", t.checksum_from)},
                           {"checksum_on_new_shard", fmt::format("{:016x}", t.checksum_to)},
-                          {"verdict", whole ? "whole" : ok ? (cleaned ? "gone" : "same") : applying ? "applying" : "differs"}});
+                          {"verdict", whole ? "whole" : ok ? (cleaned ? "gone" : "same") : applying ? "applying" : "differs"},
+                          // The whole-table figures above disagreed while the marks did; the verdict is the
+                          // chunks' (async_recheck_by_chunks).
+                          {"by_chunks", by_chunks != settled.end()}});
     }
     json out = split_json(*m);
     out["compared"] = cleaned ? "the old owner holds none of the moved half" : "both shards hold the same moved half";

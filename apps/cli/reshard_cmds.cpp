@@ -269,7 +269,7 @@ void reshard_commands::add(CLI::App& app, const settings& s, std::function<int()
         "verify",
         "Compare the moved half now, table by table (row counts and checksums): while the split runs\n"
         "(from catching_up) the old and the new shard must hold the same rows of it (counter sums\n"
-        "aside: from the adoption the new shard alone counts the half's increments); after cleaning the\n"
+        "aside: the old shard stops counting the half once reads move to the new); after cleaning the\n"
         "old shard must hold none. A table whose shards have not applied the same ops yet shows as\n"
         "'applying'. Exit code 7 when a table differs. Waits up to 600 s for the scan's answer unless\n"
         "--timeout is given.\n\n"
@@ -285,7 +285,9 @@ void reshard_commands::add(CLI::App& app, const settings& s, std::function<int()
                 std::cout << fmt::format("map version {} ({}): {}\n", str(v["version"]), str(v["state"]), str(v["compared"]));
                 std::vector<std::vector<std::string>> rows;
                 for (const auto& t : v["tables"]) {
-                    rows.push_back({str(t["table"]), str(t["rows_on_shard"]), str(t["rows_on_new_shard"]), str(t["verdict"])});
+                    const bool chunks = t.value("by_chunks", false);
+                    rows.push_back({str(t["table"]), str(t["rows_on_shard"]), str(t["rows_on_new_shard"]),
+                                    str(t["verdict"]) + (chunks ? " (by chunks)" : "")});
                 }
                 print_table({"TABLE", fmt::format("ON SHARD {}", str(v["shard"])), fmt::format("ON SHARD {}", str(v["new_shard"])),
                              "VERDICT"},
