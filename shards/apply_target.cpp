@@ -3,6 +3,7 @@
 #include "shards/gateways.hpp"
 #include "shards/mariadb_conn.hpp"
 #include "shards/pool.hpp"
+#include "shards/shard_identity.hpp"
 
 #include <fmt/format.h>
 
@@ -38,6 +39,12 @@ public:
 
     asio::awaitable<core::result<std::uint64_t>> async_read_late_mark(std::uint64_t node_id) override {
         co_return co_await async_read_late_mark_of(*lease_, node_id);
+    }
+
+    asio::awaitable<core::result<std::uint32_t>> async_read_map_version() override {
+        auto id = co_await async_read_shard_identity(*lease_);
+        if (!id) co_return id.error();
+        co_return id.value() ? id.value()->map_version : std::uint32_t{1};
     }
 
     std::string describe(const core::error_code& ec) const override {

@@ -61,6 +61,12 @@ public:
     // node_id's late mark as the shard holds it now (0 if none). Errors: as async_apply.
     virtual boost::asio::awaitable<core::result<std::uint64_t>> async_read_late_mark(std::uint64_t node_id) = 0;
 
+    // The shard map version the shard's identity row names (shard_identity.map_version): a split's
+    // driver raises it on the old and the new shard once the split is done, so that a gateway still
+    // routing by an older table (one that never read the map on shard 0) applies nothing there.
+    // Errors: as async_apply.
+    virtual boost::asio::awaitable<core::result<std::uint32_t>> async_read_map_version() = 0;
+
     // The failure as an operator reads it in logs and dead letters (with the server's error number
     // and text when there is one).
     virtual std::string describe(const core::error_code& ec) const = 0;

@@ -402,6 +402,40 @@ core::result<std::set<std::uint64_t>> apply_worker::held_past(std::uint64_t curs
     return out;
 }
 
+asio::awaitable<apply_worker::step_outcome> apply_worker::async_check_fence(apply_session& s, const core::route_table& table) {
+    const auto now = std::chrono::steady_clock::now();
+    const std::uint64_t connections = target_.connections_made();
+    if (fence_passed_version_ == table.version() && fence_connections_ == connections && now - fence_checked_at_ < fence_interval) {
+        co_return step_outcome::idle;
+    }
+    auto held = co_await s.async_read_map_version();
+    if (!held && is_outage(held.error())) {
+        note_outage("reading the shard's map version", s.describe(held.error()));
+        co_return step_outcome::outage;
+    }
+    fence_checked_at_ = now;
+    fence_connections_ = connections;
+    if (!held) {
+        spdlog::warn("shard {}: reading its map version failed: {}; applying by map version {}", opts_.shard,
+                     s.describe(held.error()), table.version());
+        fence_passed_version_ = table.version();
+        co_return step_outcome::idle;
+    }
+    if (held.value() > table.version()) {
+        // A split made the shard's rows another map's (docs/resharding.md): what this table would write
+        // here may belong to another shard now. The follower reads the map in force on shard 0; until
+        // it has, this shard waits (backing off as in an outage; the journal keeps everything).
+        fence_passed_version_ = 0;
+        note_outage("the shard map check",
+                    fmt::format("the shard is at map version {}, this gateway routes by version {}: nothing is applied "
+                                "there until it has read the map in force on shard 0",
+                                held.value(), table.version()));
+        co_return step_outcome::outage;
+    }
+    fence_passed_version_ = table.version();
+    co_return step_outcome::idle;
+}
+
 bool apply_worker::mark_check_due() const noexcept {
     return opts_.mark_check && (check_mark_ || target_.connections_made() != checked_connections_);
 }
@@ -622,6 +656,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
         if (mark_check_due()) {
             if (const step_outcome c = co_await async_check_mark(s); c != step_outcome::idle) co_return c;
         }
+        if (const step_outcome c = co_await async_check_fence(s, *table); c != step_outcome::idle) co_return c;
         core::result<void> r = core::success();
         for (int attempt = 0; attempt <= retry_now_max; ++attempt) {
             r = co_await async_apply(s, *table, first, mine);
@@ -694,10 +729,11 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_retry_errors() {
     if (mark_check_due()) {
         if (const step_outcome c = co_await async_check_mark(s); c != step_outcome::idle) co_return c;
     }
+    const auto table = routing_.load();
+    if (const step_outcome c = co_await async_check_fence(s, *table); c != step_outcome::idle) co_return c;
     journal::apply_outcome outcome;
     outcome.shard = shard;
     bool outage = false;
-    const auto table = routing_.load();
     for (auto& task : due.value()) {
         // A split's new shard holds a twin (of the old owner's entry) until the copy is written.
         if (!table->may_apply(shard, table->route_seq(shard, task.seq))) continue;

@@ -150,6 +150,11 @@ private:
     // missing, or all of it is applied again and marked.
     boost::asio::awaitable<step_outcome> async_reapply_late(apply_session& s);
     bool mark_check_due() const noexcept;
+    // The map fence: the shard's identity row names a newer map version than the table this step
+    // routes by (a split done while this gateway did not follow): outage (nothing is applied there;
+    // backs off), else idle. Read when the table's version or the connection changed, and every
+    // fence_interval.
+    boost::asio::awaitable<step_outcome> async_check_fence(apply_session& s, const core::route_table& table);
     // This shard's error tasks and dead letters with a seq past cursor.
     core::result<std::set<std::uint64_t>> held_past(std::uint64_t cursor) const;
     // Every idle_probe_ms of idleness: opens a session (which finds a lost connection and makes a
@@ -192,6 +197,12 @@ private:
     bool schema_ready_ = false;  // on the strand
     bool check_mark_ = true;     // on the strand: the mark check is due (set by every outage)
     std::uint64_t checked_connections_ = 0;  // on the strand: target_.connections_made() at the last check
+    // The map fence (async_check_fence), on the strand: the table version that last passed (0: none),
+    // the connections then, and when.
+    static constexpr std::chrono::seconds fence_interval{5};
+    std::uint32_t fence_passed_version_ = 0;
+    std::uint64_t fence_connections_ = 0;
+    std::chrono::steady_clock::time_point fence_checked_at_{};
     std::uint64_t last_probe_ms_ = 0;        // on the strand: wall time of the last idle probe
     // On the strand: the batches look for error tasks and dead letters past the cursor (which only
     // a rewind leaves) and skip their ops; set at the start and by each rewind.

@@ -40,6 +40,18 @@ asio::awaitable<core::result<std::optional<shard_identity>>> async_read_shard_id
     co_return id;
 }
 
+asio::awaitable<core::result<void>> async_raise_map_version(mariadb_conn& conn, std::uint32_t version) {
+    if (auto w = co_await conn.async_execute(
+            fmt::format("UPDATE shard_identity SET map_version = GREATEST(map_version, {}) WHERE id = 1", version));
+        !w) {
+        co_return w;
+    }
+    auto id = co_await async_read_shard_identity(conn);
+    if (!id) co_return id.error();
+    if (!id.value()) co_return core::errc::not_found;
+    co_return core::success();
+}
+
 asio::awaitable<core::result<void>> async_connect_checked(mariadb_conn& conn, std::uint32_t index, std::uint32_t count,
                                                           std::string* why) {
     if (auto r = co_await conn.async_connect(); !r) co_return r;

@@ -45,4 +45,9 @@ struct shard_identity {
 // The identity row, if the database has one (tables missing: none). Errors: those of mariadb_conn.
 boost::asio::awaitable<core::result<std::optional<shard_identity>>> async_read_shard_identity(mariadb_conn& conn);
 
+// Raises the identity row's map_version to `version` (never lowers it): the fence of a split that is
+// done — a gateway routing by an older table applies nothing on this shard (apply_worker). Errors:
+// those of mariadb_conn; not_found when the database has no identity row.
+boost::asio::awaitable<core::result<void>> async_raise_map_version(mariadb_conn& conn, std::uint32_t version);
+
 }  // namespace cairn::shards

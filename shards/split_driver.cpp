@@ -297,6 +297,18 @@ asio::awaitable<core::result<void>> split_driver::async_delete_counters(core::sh
     co_return core::success();
 }
 
+asio::awaitable<core::result<void>> split_driver::async_raise_fence(std::uint32_t version, core::shard_index from, core::shard_index to) {
+    const auto ex = co_await asio::this_coro::executor;
+    for (const core::shard_index s : {from, to}) {
+        mariadb_conn conn(ex, conn_params_of(cfg_, s));
+        const live_conns live(*this, {&conn});
+        if (auto r = co_await async_connect_checked(conn, s); !r) co_return r;
+        if (auto r = co_await async_raise_map_version(conn, version); !r) co_return r;
+        conn.close();
+    }
+    co_return core::success();
+}
+
 asio::awaitable<core::result<void>> split_driver::async_drive_once() {
     auto read = co_await set_.at(0).async_read([](mariadb_conn& c) -> asio::awaitable<core::result<split_view>> {
         split_view v;
@@ -559,6 +571,9 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
                 // when its reads moved. I's stale sums of R would be counted again by reads over every
                 // shard once the gateways leave the split: they go first (cleaning deletes them again).
                 if (auto r = co_await async_delete_counters(from, range); !r) co_return r;
+                // The fence: a gateway that still routes by an older map (it never read this one on
+                // shard 0) applies nothing on the two shards whose rows the split moved.
+                if (auto r = co_await async_raise_fence(split.version, from, to); !r) co_return r;
                 co_return co_await move_to(split_state::done);
             }
             // Cleaning deletes I's rows of R: first I must have applied every op that may still write

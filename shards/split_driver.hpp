@@ -77,6 +77,9 @@ private:
     range_copy_options step_options(bool throttled);
     // Deletes shard from's counter sums of range (the counters group; whole tables stay).
     boost::asio::awaitable<core::result<void>> async_delete_counters(core::shard_index from, core::hash_range range);
+    // Raises the map version in the identity rows of the split's two shards (shard_identity.map_version).
+    boost::asio::awaitable<core::result<void>> async_raise_fence(std::uint32_t version, core::shard_index from,
+                                                                 core::shard_index to);
     // The progress kept on shard 0 (map_store.hpp's split_progress), through conn.
     boost::asio::awaitable<void> async_publish(mariadb_conn& conn, std::uint32_t version);
     // A copy or clean starts: progress from 0, with the source's estimate of the rows it reads.

@@ -39,6 +39,11 @@ public:
         co_return raise(shard_.marks_, node_id, seq);
     }
 
+    asio::awaitable<core::result<std::uint32_t>> async_read_map_version() override {
+        if (shard_.down_) co_return core::errc::shard_unavailable;
+        co_return shard_.map_version_;
+    }
+
     asio::awaitable<core::result<std::uint64_t>> async_read_mark(std::uint64_t node_id) override {
         co_return read(shard_.marks_, node_id);
     }

@@ -106,6 +106,8 @@ public:
     // A deliberately broken shard face, for the test that the simulator catches a lost write:
     // a refused statement is reported as success (as a face that forgot one error class would).
     void set_swallow_rejections_for_test(bool on) noexcept { swallow_rejections_ = on; }
+    // The identity row's map version (shard_identity.map_version; 1 unless a test raises it).
+    void set_map_version(std::uint32_t v) noexcept { map_version_ = v; }
 
     core::shard_index index() const noexcept { return index_; }
     // op_id -> times its rows were applied here.
@@ -155,6 +157,7 @@ private:
     bool down_ = false;
     bool crash_requested_ = false;
     bool swallow_rejections_ = false;
+    std::uint32_t map_version_ = 1;
     std::set<std::uint64_t> poisoned_;
     std::set<std::uint64_t> refused_;
     std::map<std::uint64_t, std::uint32_t> applies_;
