@@ -160,6 +160,19 @@ struct half_counts {
     std::uint64_t on_to = 0;    // the new shard's rows of the half, whole tables left out
 };
 
+// Connects to both shards (each checked against its identity row) and reads the copy plan of the
+// source. why: the source's own words when the plan cannot be read.
+asio::awaitable<core::result<std::vector<shards::copy_group>>> async_open_pair(gateway& gw, shards::mariadb_conn& source,
+                                                                              std::uint32_t from, shards::mariadb_conn& target,
+                                                                              std::uint32_t to, std::string& why) {
+    const auto count = static_cast<std::uint32_t>(gw.shards.size());
+    if (auto r = co_await shards::async_connect_checked(source, from, count); !r) co_return r.error();
+    if (auto r = co_await shards::async_connect_checked(target, to, count); !r) co_return r.error();
+    auto plan = co_await shards::async_plan_range_copy(source, gw.cfg->counters, gw.cfg->cells);
+    if (!plan) why = source.last_error();
+    co_return plan;
+}
+
 // With marks, each side's applied marks tag its tables (verify: "applying" rather than "differs" while
 // the two shards have not applied the same ops).
 // target_only: the new shard alone (both sides read it), for the emptiness check of a split, which must
@@ -171,13 +184,8 @@ asio::awaitable<core::result<half_counts>> async_count_half_once(gateway& gw, st
     if (target_only) from = to;
     shards::mariadb_conn source(ex, shards::conn_params_of(*gw.cfg, from));
     shards::mariadb_conn target(ex, shards::conn_params_of(*gw.cfg, to));
-    if (auto r = co_await shards::async_connect_checked(source, from, static_cast<std::uint32_t>(gw.shards.size())); !r) co_return r.error();
-    if (auto r = co_await shards::async_connect_checked(target, to, static_cast<std::uint32_t>(gw.shards.size())); !r) co_return r.error();
-    auto plan = co_await shards::async_plan_range_copy(source, gw.cfg->counters, gw.cfg->cells);
-    if (!plan) {
-        why = source.last_error();
-        co_return plan.error();
-    }
+    auto plan = co_await async_open_pair(gw, source, from, target, to, why);
+    if (!plan) co_return plan.error();
     if (without_counters) std::erase_if(plan.value(), [](const shards::copy_group& g) { return g.name == "counters"; });
     half_counts h;
     for (const auto& g : plan.value()) {
@@ -228,13 +236,8 @@ asio::awaitable<core::result<std::map<std::string, bool, std::less<>>>> async_re
     const auto ex = co_await asio::this_coro::executor;
     shards::mariadb_conn source(ex, shards::conn_params_of(*gw.cfg, from));
     shards::mariadb_conn target(ex, shards::conn_params_of(*gw.cfg, to));
-    if (auto r = co_await shards::async_connect_checked(source, from, static_cast<std::uint32_t>(gw.shards.size())); !r) co_return r.error();
-    if (auto r = co_await shards::async_connect_checked(target, to, static_cast<std::uint32_t>(gw.shards.size())); !r) co_return r.error();
-    auto plan = co_await shards::async_plan_range_copy(source, gw.cfg->counters, gw.cfg->cells);
-    if (!plan) {
-        why = source.last_error();
-        co_return plan.error();
-    }
+    auto plan = co_await async_open_pair(gw, source, from, target, to, why);
+    if (!plan) co_return plan.error();
     for (auto& g : plan.value()) std::erase_if(g.tables, [&](const shards::copy_table& t) { return !tables.contains(t.name); });
     std::erase_if(plan.value(), [](const shards::copy_group& g) { return g.tables.empty(); });
     constexpr std::string_view marks_sql = "SELECT node_id, seq FROM applied_marks ORDER BY node_id";

@@ -483,6 +483,41 @@ tables = [{ name = "views_by_site", granularity = "day", key = ["site", "time", 
           { name = "views_per_site", granularity = "day", key = ["site", "time"] }]
 )";
 
+// What a views test wrote and had acknowledged: per site, per item, in all, and of the moved half
+// (items whose shard in the map after the split is 2).
+struct views_model {
+    // wait_applied: each increment with ?wait=applied (acknowledged once applied where reads go).
+    explicit views_model(const split_keys& k, bool wait = false) : keys(k), wait_applied(wait) {}
+    const split_keys& keys;
+    bool wait_applied = false;
+    std::map<std::int64_t, std::int64_t> by_site, by_item;
+    std::int64_t all = 0, upper = 0;
+
+    // Posts an increment of (site, item) at 2026-11-20T10:00Z through cairnd on port: empty once it is
+    // acknowledged (and in the model), else the answer.
+    std::string post(std::uint16_t port, std::int64_t site, std::int64_t item, std::int64_t delta) {
+        auto w = http_post(port, wait_applied ? "/v1/counters/views?wait=applied" : "/v1/counters/views",
+                           fmt::format(R"({{"dimensions": {{"site": {}, "item": {}}}, "time": "2026-11-20T10:00:00Z", "delta": {}}})",
+                                       site, item, delta));
+        if (!w || w->status != 202) return w ? fmt::format("{}: {}", w->status, w->body) : std::string("no answer");
+        by_site[site] += delta;
+        by_item[item] += delta;
+        all += delta;
+        if (keys.three.shard_of_id(item) == 2) upper += delta;
+        return "";
+    }
+};
+
+// A views deployment's gateway: the database on both test servers, views_toml, its own journal.
+cairnd_options views_gateway(const std::vector<shard_endpoint>& servers, const std::string& database, const std::string& journal) {
+    cairnd_options o;
+    o.database = database;
+    o.shards = {servers[0], servers[1]};
+    o.journal_dir = make_temp_dir(journal);
+    o.extra_toml = views_toml;
+    return o;
+}
+
 // The sum of a counter table's counts on one shard's database (-1 if the query fails).
 std::int64_t counts_on(const shard_endpoint& s, const std::string& database, const std::string& table) {
     auto r = query_sql(s, "SELECT COALESCE(SUM(count), 0) FROM " + table, database);
@@ -500,29 +535,16 @@ TEST(split, counter_reads_over_every_shard_count_the_moved_half_once_while_the_o
     fresh_database(db5_n);
     const auto servers = test_shards();
     const auto keys = pick_split_keys(20, 1);
-    std::map<std::int64_t, std::int64_t> by_site;  // the model: views per site, both halves
-    std::int64_t upper_views = 0;
-    const auto view = [&](std::uint16_t port, std::int64_t site, std::int64_t item, std::int64_t delta) {
-        auto w = http_post(port, "/v1/counters/views",
-                           fmt::format(R"({{"dimensions": {{"site": {}, "item": {}}}, "time": "2026-11-20T10:00:00Z", "delta": {}}})",
-                                       site, item, delta));
-        if (!w || w->status != 202) return false;
-        by_site[site] += delta;
-        if (keys.three.shard_of_id(item) == 2) upper_views += delta;
-        return true;
-    };
-    cairnd_options o;
-    o.database = db5;
-    o.shards = {servers[0], servers[1]};
-    o.journal_dir = make_temp_dir("cairn-split5");
-    o.extra_toml = views_toml;
+    views_model views(keys);  // the model: views per site, both halves
+    const auto& by_site = views.by_site;
+    cairnd_options o = views_gateway(servers, db5, "cairn-split5");
     {
         cairnd_process first(o);
         ASSERT_TRUE(first.start()) << first.log_tail();
         for (std::size_t i = 0; i < 20; ++i) {
             const auto delta = static_cast<std::int64_t>(i + 1);
-            ASSERT_TRUE(view(first.port(), 1 + static_cast<std::int64_t>(i % 2), keys.upper[i], delta));
-            ASSERT_TRUE(view(first.port(), 1 + static_cast<std::int64_t>(i % 2), keys.lower[i], 100 * delta));
+            ASSERT_EQ(views.post(first.port(), 1 + static_cast<std::int64_t>(i % 2), keys.upper[i], delta), "");
+            ASSERT_EQ(views.post(first.port(), 1 + static_cast<std::int64_t>(i % 2), keys.lower[i], 100 * delta), "");
         }
         ASSERT_TRUE(wait_applied(first.port(), 30s));
         ASSERT_EQ(first.terminate(), 0) << first.log_tail();
@@ -561,15 +583,11 @@ TEST(split, counter_reads_over_every_shard_count_the_moved_half_once_while_the_o
         if (!r || r->status != 200) return -1;
         return nlohmann::json::parse(r->body)["total"].get<std::int64_t>();
     };
-    const auto model_total = [&] {
-        std::int64_t t = 0;
-        for (const auto& [_, n] : by_site) t += n;
-        return t;
-    };
+    const auto model_total = [&] { return views.all; };
     const auto check_reads = [&](const char* when) {
         EXPECT_EQ(total("total?from=2026-11-20&to=2026-11-21&granularity=day"), model_total()) << when;
-        EXPECT_EQ(total("total?site=1&from=2026-11-20&to=2026-11-21"), by_site[1]) << when;
-        EXPECT_EQ(total("series?site=2&from=2026-11-19&to=2026-11-22"), by_site[2]) << when;
+        EXPECT_EQ(total("total?site=1&from=2026-11-20&to=2026-11-21"), by_site.at(1)) << when;
+        EXPECT_EQ(total("series?site=2&from=2026-11-19&to=2026-11-22"), by_site.at(2)) << when;
         auto top = http_get(a.port(), "/v1/counters/views/top?by=site&from=2026-11-20&to=2026-11-21");
         ASSERT_TRUE(top && top->status == 200) << (top ? top->body : "no answer");
         const auto j = nlohmann::json::parse(top->body);
@@ -579,19 +597,19 @@ TEST(split, counter_reads_over_every_shard_count_the_moved_half_once_while_the_o
     };
     // The old owner still holds the moved half's sums as copied; the new shard holds them whole.
     EXPECT_EQ(sum_on(servers[0], db5), model_total());
-    EXPECT_EQ(sum_on(servers[1], db5_n), upper_views);
+    EXPECT_EQ(sum_on(servers[1], db5_n), views.upper);
     check_reads("in switched, right after the copy");
-    // Increments of the moved half now land on the new shard alone.
-    for (std::size_t i = 0; i < 4; ++i) ASSERT_TRUE(view(a.port(), 2, keys.upper[i], 1000));
+    // Increments of the moved half: the new shard counts them (the old owner no longer, reads moved).
+    for (std::size_t i = 0; i < 4; ++i) ASSERT_EQ(views.post(a.port(), 2, keys.upper[i], 1000), "");
     ASSERT_TRUE(wait_applied(a.port(), 30s)) << a.log_tail(8000);
-    EXPECT_EQ(sum_on(servers[1], db5_n), upper_views);
+    EXPECT_EQ(sum_on(servers[1], db5_n), views.upper);
     check_reads("in switched, after increments of the moved half");
 
     // Node 3 goes: the driver deletes shard 0's sums of the half and the split runs to its end.
     ASSERT_TRUE(exec_sql(servers[0], {"DELETE FROM gateway_leases WHERE node_id = 3"}, db5));
     ASSERT_TRUE(wait_until([&] { return state() == "retired" || state() == "failed"; }, 60s)) << state() << "\n" << a.log_tail(8000);
     EXPECT_EQ(state(), "retired") << a.log_tail(8000);
-    EXPECT_EQ(sum_on(servers[0], db5), model_total() - upper_views);
+    EXPECT_EQ(sum_on(servers[0], db5), model_total() - views.upper);
     check_reads("retired");
     EXPECT_EQ(a.terminate(), 0) << a.log_tail();
 }
@@ -607,25 +625,12 @@ TEST(split, counter_reads_of_the_moved_half_see_its_increments_while_the_split_a
     fresh_database(db8_n);
     const auto servers = test_shards();
     const auto keys = pick_split_keys(10, 1);
-    std::map<std::int64_t, std::int64_t> by_site;  // the model: views per site, both halves
-    std::map<std::int64_t, std::int64_t> by_item;
-    std::int64_t upper_views = 0;
     // Each increment waits until the shards a read of it goes to have applied it (?wait=applied).
-    const auto view = [&](std::uint16_t port, std::int64_t site, std::int64_t item, std::int64_t delta) -> std::string {
-        auto w = http_post(port, "/v1/counters/views?wait=applied",
-                           fmt::format(R"({{"dimensions": {{"site": {}, "item": {}}}, "time": "2026-11-20T10:00:00Z", "delta": {}}})",
-                                       site, item, delta));
-        if (!w || w->status != 202) return w ? fmt::format("{}: {}", w->status, w->body) : std::string("no answer");
-        by_site[site] += delta;
-        by_item[item] += delta;
-        if (keys.three.shard_of_id(item) == 2) upper_views += delta;
-        return "";
+    views_model views(keys, true);
+    const auto view = [&](std::uint16_t port, std::int64_t site, std::int64_t item, std::int64_t delta) {
+        return views.post(port, site, item, delta);
     };
-    cairnd_options o;
-    o.database = db8;
-    o.shards = {servers[0], servers[1]};
-    o.journal_dir = make_temp_dir("cairn-split8");
-    o.extra_toml = views_toml;
+    cairnd_options o = views_gateway(servers, db8, "cairn-split8");
     {
         cairnd_process first(o);
         ASSERT_TRUE(first.start()) << first.log_tail();
@@ -659,14 +664,12 @@ TEST(split, counter_reads_of_the_moved_half_see_its_increments_while_the_split_a
         return nlohmann::json::parse(r->body)["total"].get<std::int64_t>();
     };
     const auto check_reads = [&](const char* when) {
-        std::int64_t all = 0;
-        for (const auto& [_, n] : by_site) all += n;
-        EXPECT_EQ(read("total?from=2026-11-20&to=2026-11-21"), all) << when << " (by day, over every shard)";
-        EXPECT_EQ(read("total?site=1&from=2026-11-20&to=2026-11-21"), by_site[1]) << when << " (per site, over every shard)";
-        EXPECT_EQ(read("series?site=2&from=2026-11-19&to=2026-11-22"), by_site[2]) << when;
+        EXPECT_EQ(read("total?from=2026-11-20&to=2026-11-21"), views.all) << when << " (by day, over every shard)";
+        EXPECT_EQ(read("total?site=1&from=2026-11-20&to=2026-11-21"), views.by_site.at(1)) << when << " (per site, over every shard)";
+        EXPECT_EQ(read("series?site=2&from=2026-11-19&to=2026-11-22"), views.by_site.at(2)) << when;
         for (std::size_t i = 0; i < 3; ++i) {
             const auto item = keys.upper[i];
-            EXPECT_EQ(read(fmt::format("total?item={}&from=2026-11-20&to=2026-11-21", item)), by_item[item])
+            EXPECT_EQ(read(fmt::format("total?item={}&from=2026-11-20&to=2026-11-21", item)), views.by_item.at(item))
                 << when << " (item " << item << " of the moved half, on its shard)";
         }
     };
@@ -696,11 +699,9 @@ TEST(split, counter_reads_of_the_moved_half_see_its_increments_while_the_split_a
     check_reads("after the split");
     // Where the counts are: the tables keyed by item on the item's shard, views_per_site on shard 0
     // (the first map's owner of both halves) alone.
-    std::int64_t all = 0;
-    for (const auto& [_, n] : by_site) all += n;
-    EXPECT_EQ(counts_on(servers[0], db8, "counts_views_by_site"), all - upper_views);
-    EXPECT_EQ(counts_on(servers[1], db8_n, "counts_views_by_site"), upper_views);
-    EXPECT_EQ(counts_on(servers[0], db8, "counts_views_per_site"), all);
+    EXPECT_EQ(counts_on(servers[0], db8, "counts_views_by_site"), views.all - views.upper);
+    EXPECT_EQ(counts_on(servers[1], db8_n, "counts_views_by_site"), views.upper);
+    EXPECT_EQ(counts_on(servers[0], db8, "counts_views_per_site"), views.all);
     EXPECT_EQ(counts_on(servers[1], db8_n, "counts_views_per_site"), 0);
     // The fence: the split's two shards name map version 2 in their identity rows (a gateway routing by
     // version 1 applies nothing there); shard 1 kept its rows and its version.
@@ -800,20 +801,10 @@ TEST(split, increments_of_the_moved_half_during_a_cancelled_split_count_on_the_o
     fresh_database(db7_n);
     const auto servers = test_shards();
     const auto keys = pick_split_keys(20, 1);
-    std::int64_t views = 0;
-    const auto view = [&](std::uint16_t port, std::int64_t item, std::int64_t delta) {
-        auto w = http_post(port, "/v1/counters/views",
-                           fmt::format(R"({{"dimensions": {{"site": 1, "item": {}}}, "time": "2026-11-20T10:00:00Z", "delta": {}}})",
-                                       item, delta));
-        if (!w || w->status != 202) return false;
-        views += delta;
-        return true;
-    };
-    cairnd_options o;
-    o.database = db7;
-    o.shards = {servers[0], servers[1]};
-    o.journal_dir = make_temp_dir("cairn-split7");
-    o.extra_toml = views_toml;
+    views_model written(keys);
+    const auto& views = written.all;
+    const auto view = [&](std::uint16_t port, std::int64_t item, std::int64_t delta) { return written.post(port, 1, item, delta).empty(); };
+    cairnd_options o = views_gateway(servers, db7, "cairn-split7");
     {
         cairnd_process first(o);
         ASSERT_TRUE(first.start()) << first.log_tail();
