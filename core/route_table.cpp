@@ -49,11 +49,6 @@ const shard_map& route_table::apply_map(shard_index s, std::uint64_t seq) const 
     return map_;
 }
 
-const shard_map& route_table::counter_map(shard_index s, std::uint64_t seq) const noexcept {
-    if (split_ && split_->reads_moved && s == split_->from) return *next_;
-    return apply_map(s, seq);
-}
-
 std::uint64_t route_table::route_seq(shard_index s, std::uint64_t seq) const noexcept {
     if (split_ && s + 1 == next_->size() && seq < split_->adoption_seq) return split_->adoption_seq;
     return seq;

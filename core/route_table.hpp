@@ -63,11 +63,6 @@ public:
     // split, `from` keeps taking R's rows until the cut-over and `to` takes them from the adoption.
     // A counter op's rows in tables whose key holds the metric's shard_on dimension go by it too.
     const shard_map& apply_map(shard_index s, std::uint64_t seq) const noexcept;
-    // The map by which shard s counts a counter op of this seq in the tables whose key holds the
-    // metric's shard_on dimension: apply_map, except that the split's old owner stops counting the
-    // moved half once reads of it have moved (its sums of R are read no more, and the split driver
-    // deletes them).
-    const shard_map& counter_map(shard_index s, std::uint64_t seq) const noexcept;
     // The deployment's first map (version 1: equal ranges of base_count shards). A counter op's rows
     // in tables whose key leaves shard_on out — summed over every shard by each read — are counted
     // by the op's owner in it, whatever splits came since: no split moves them, so each op counts

@@ -194,9 +194,8 @@ struct summed_rows {
 
 // The hashes of shard s whose counter sums this read must leave out: a split's moved half R on its
 // old shard while reads of R have moved to the new shard but the old one may still hold sums of R
-// (it counted R's increments until reads moved; the driver deletes them once every gateway reads R
-// from the new shard, and cleaning deletes what an apply begun before the switch added since:
-// docs/resharding.md). Summed over every shard they would count twice. A table whose key leaves
+// (it counts R's increments until each gateway's cut-over; the driver deletes them once it has applied
+// every gateway's ops below it, before cleaning: docs/resharding.md). Summed over every shard they would count twice. A table whose key leaves
 // shard_on out is counted on the first map's owner alone and never copied: nothing.
 std::optional<core::hash_range> moved_half_on(const core::route_table& routes, const shards::counter_read& q,
                                               core::shard_index s) {

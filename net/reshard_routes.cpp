@@ -442,8 +442,8 @@ asio::awaitable<response> async_verify(gateway& gw, route_context& ctx) {
     if (m->new_shard >= gw.cfg->shards.size()) {
         co_return refuse(req, problems::split_not_ready, fmt::format("this gateway's config does not list shard {}", m->new_shard));
     }
-    // Counter sums are left out while both hold the half (the old shard stops counting it once reads
-    // move, and counter_ops holds both halves' op ids there); after cleaning, everything of the half is
+    // Counter sums are left out while both hold the half (counter_ops holds both halves' op ids on the
+    // old shard); after cleaning, everything of the half is
     // compared (the old owner must hold none).
     const bool cleaned = m->state >= shards::split_state::cleaning;
     std::string why;

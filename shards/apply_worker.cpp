@@ -198,8 +198,7 @@ std::chrono::milliseconds apply_worker::retry_delay(std::uint32_t attempts) {
 asio::awaitable<core::result<void>> apply_worker::async_apply(apply_session& session, const core::route_table& table,
                                                               std::uint64_t at, std::span<const core::op* const> ops) {
     const core::shard_index s = opts_.shard;
-    const apply_context ctx{table.apply_map(s, at), *opts_.counters, *opts_.cells, *opts_.entities,
-                            now_ms(), &table.counter_map(s, at), &table.base_map()};
+    const apply_context ctx{table.apply_map(s, at), *opts_.counters, *opts_.cells, *opts_.entities, now_ms(), &table.base_map()};
     co_return co_await session.async_apply(ctx, s, ops);
 }
 
@@ -217,7 +216,7 @@ asio::awaitable<bool> apply_worker::async_ensure_schema() {
         co_return false;
     }
     const auto table = routing_.load();
-    const apply_context ctx{table->map(), *opts_.counters, *opts_.cells, *opts_.entities, now_ms(), nullptr, &table->base_map()};
+    const apply_context ctx{table->map(), *opts_.counters, *opts_.cells, *opts_.entities, now_ms(), &table->base_map()};
     auto r = co_await session.value()->async_create_schema(ctx);
     if (!r) {
         note_outage("creating tables", session.value()->describe(r.error()));
@@ -627,7 +626,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
     if (first > last || !table->may_apply(shard, first)) co_return step_outcome::idle;
     const std::uint64_t through = std::min(last, table->segment_last(first));
     const core::shard_map& rows = table->apply_map(shard, first);
-    const counter_maps counters{table->counter_map(shard, first), table->base_map()};
+    const counter_maps counters{rows, table->base_map()};
     std::vector<const core::op*> mine;
     std::vector<std::uint64_t> mine_seqs;
     std::uint64_t taken_through = first;

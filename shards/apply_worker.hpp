@@ -162,8 +162,8 @@ private:
     boost::asio::awaitable<step_outcome> async_idle_probe();
     // Applies ops in one transaction: the one apply function that batches, isolated ops and
     // error-queue retries all go through.
-    // By the table's maps for this shard at seq `at` (core::route_table::apply_map, counter_map,
-    // base_map): a batch's first seq, or an error task's route_seq.
+    // By the table's maps for this shard at seq `at` (core::route_table::apply_map, base_map): a
+    // batch's first seq, or an error task's route_seq.
     boost::asio::awaitable<core::result<void>> async_apply(apply_session& s, const core::route_table& table, std::uint64_t at,
                                                            std::span<const core::op* const> ops);
     // async_apply of one op with its seq, routed by the table in force.

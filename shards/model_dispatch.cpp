@@ -42,7 +42,7 @@ asio::awaitable<core::result<void>> async_apply_family(apply_family f, mariadb_c
         case apply_family::counters:
             co_return co_await async_apply_counters(
                 conn, ctx.counters, ops, ctx.now_ms,
-                {ctx.counter_keyed != nullptr ? ctx.counter_keyed : &ctx.map, ctx.base != nullptr ? ctx.base : &ctx.map, shard});
+                {&ctx.map, ctx.base != nullptr ? ctx.base : &ctx.map, shard});
     }
     co_return core::errc::shard_rejected;
 }

@@ -28,9 +28,8 @@ struct apply_context {
     const core::entity_config& entities;
     std::uint64_t now_ms = 0;
     // Where this shard counts counter ops (shards/counter_store.hpp, counter_placement): the tables
-    // keyed by the metric's shard_on dimension by `counter_keyed` (core::route_table::counter_map),
-    // the others by `base` (route_table::base_map). Null: `map` (no split has happened).
-    const core::shard_map* counter_keyed = nullptr;
+    // keyed by the metric's shard_on dimension by `map`, as rows; the others by `base`
+    // (core::route_table::base_map). Null: `map` (no split has happened).
     const core::shard_map* base = nullptr;
 };
 

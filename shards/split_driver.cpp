@@ -497,8 +497,7 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
             const live_conns live(*this, {&source, &target});
             auto plan = co_await async_open_pair(source, from, target, to);
             if (!plan) co_return plan.error();
-            // Counters are not compared: counter_ops holds both halves' op ids on I (copied whole), and
-            // I stops counting R once reads move (docs/resharding.md).
+            // Counters are not compared: counter_ops holds both halves' op ids on I (copied whole).
             std::erase_if(plan.value(), [](const copy_group& g) { return g.name == "counters"; });
             const range_copy_options o = step_options(false);
             // Chunk by chunk (range_copy.hpp, as Vitess's VDiff): under live writes the two shards are
@@ -566,11 +565,6 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
                 co_return core::success();
             }
             if (split.state == split_state::switched) {
-                // Every gateway reads the moved half's counters from N now, where they are whole (I's
-                // sums as copied, then every increment from the adoption), and I stopped counting R
-                // when its reads moved. I's stale sums of R would be counted again by reads over every
-                // shard once the gateways leave the split: they go first (cleaning deletes them again).
-                if (auto r = co_await async_delete_counters(from, range); !r) co_return r;
                 // The fence: a gateway that still routes by an older map (it never read this one on
                 // shard 0) applies nothing on the two shards whose rows the split moved.
                 if (auto r = co_await async_raise_fence(split.version, from, to); !r) co_return r;
@@ -588,6 +582,11 @@ asio::awaitable<core::result<void>> split_driver::async_drive_once() {
                     co_return core::success();
                 }
             }
+            // Every gateway reads the moved half's counters from N, where they are whole (I's sums
+            // as copied, then every increment from the adoption), and I has counted R's last (those
+            // below each cut-over). Reads over every shard leave I's sums of R out only while a
+            // gateway's table has the split; in cleaning it has not: they go first.
+            if (auto r = co_await async_delete_counters(from, range); !r) co_return r;
             co_return co_await move_to(split_state::cleaning);
         }
         case split_state::cleaning: {

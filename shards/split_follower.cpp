@@ -361,9 +361,9 @@ asio::awaitable<core::result<void>> split_follower::async_follow_once() {
         twinned_ = active->version;
     }
     // Then shard 0 learns that this gateway routes by the state's table: the driver moves a split on
-    // from switched and done only once every live gateway has — and acts on it (after switched it
-    // deletes the old owner's counter sums of R, which an apply batch begun under the table before the
-    // switch could still add to): so first nothing may act by the table this round replaced.
+    // from switched and done only once every live gateway has — and acts on it (e.g. once all cut
+    // over, it deletes the old owner's counter sums of R): so first nothing may act by the table this
+    // round replaced.
     if (!(*next == *current)) co_await async_wait_unused(current, now == current ? 2 : 1);
     if (active != nullptr && adoption && !(marked_ && marked_->first == active->version && marked_->second >= static_cast<std::uint8_t>(active->state))) {
         auto m = co_await set_.at(0).async_read([&](mariadb_conn& c) -> asio::awaitable<core::result<void>> {

@@ -269,9 +269,10 @@ void reshard_commands::add(CLI::App& app, const settings& s, std::function<int()
         "verify",
         "Compare the moved half now, table by table (row counts and checksums): while the split runs\n"
         "(from catching_up) the old and the new shard must hold the same rows of it (counter sums\n"
-        "aside: the old shard stops counting the half once reads move to the new); after cleaning the\n"
-        "old shard must hold none. A table whose shards have not applied the same ops yet shows as\n"
-        "'applying'. Exit code 7 when a table differs. Waits up to 600 s for the scan's answer unless\n"
+        "aside: not compared); after cleaning the old shard must hold none. A table whose shards\n"
+        "had not applied the same ops when read is compared again chunk by chunk ('by chunks'), and\n"
+        "shows as 'applying' if its chunks still differ so. Exit code 7 when a table differs. Waits\n"
+        "up to 600 s for the scan's answer unless\n"
         "--timeout is given.\n\n"
         "Examples:\n"
         "  cairn reshard verify\n"

@@ -524,10 +524,10 @@ std::int64_t counts_on(const shard_endpoint& s, const std::string& database, con
     return r && !r.value().empty() ? std::stoll(r.value().front()) : -1;
 }
 
-// From switched until the driver deletes the old owner's counter sums of the moved half (when every
-// live gateway reads it from the new shard), shard 0 still holds the sums of R as they were copied
-// while shard 2 holds them whole: a read over every shard must take R from shard 2 alone. A third
-// gateway that never follows holds the split in switched for as long as the test reads.
+// From switched until the driver deletes the old owner's counter sums of the moved half (once every
+// live gateway has cut over), shard 0 still holds sums of R while shard 2 holds them whole: a read over
+// every shard must take R from shard 2 alone. A third gateway that never follows holds the split in
+// switched for as long as the test reads.
 TEST(split, counter_reads_over_every_shard_count_the_moved_half_once_while_the_old_owner_still_holds_its_sums) {
     CAIRN_REQUIRE_SHARDS(2u);
     const std::string db5 = "cairn_split5", db5_n = "cairn_split5_n";
@@ -599,7 +599,7 @@ TEST(split, counter_reads_over_every_shard_count_the_moved_half_once_while_the_o
     EXPECT_EQ(sum_on(servers[0], db5), model_total());
     EXPECT_EQ(sum_on(servers[1], db5_n), views.upper);
     check_reads("in switched, right after the copy");
-    // Increments of the moved half: the new shard counts them (the old owner no longer, reads moved).
+    // Increments of the moved half: the new shard counts them (the old owner too, until its cut-over).
     for (std::size_t i = 0; i < 4; ++i) ASSERT_EQ(views.post(a.port(), 2, keys.upper[i], 1000), "");
     ASSERT_TRUE(wait_applied(a.port(), 30s)) << a.log_tail(8000);
     EXPECT_EQ(sum_on(servers[1], db5_n), views.upper);
@@ -615,7 +615,7 @@ TEST(split, counter_reads_over_every_shard_count_the_moved_half_once_while_the_o
 }
 
 // Reads of the moved half's counters are as fresh while the split adopts and copies as before it: the
-// old owner counts R's increments (in every table) until reads move, and the new shard counts them
+// old owner counts R's increments until its cut-over, as it applies R's rows, and the new shard counts them
 // again from the adoption in the tables keyed by item, deduplicated against the op ids the copy brings.
 // A third gateway's lease, never adopting, holds the split in adopting while the test reads.
 TEST(split, counter_reads_of_the_moved_half_see_its_increments_while_the_split_adopts_and_copies) {
@@ -792,7 +792,7 @@ TEST(split, a_gateway_back_after_a_split_applies_its_backlog_by_the_map_in_force
 }
 
 // A split cancelled while it copies: the new shard, which counted the moved half's increments from the
-// adoption, is abandoned; the old owner counted them too (it counts R's until reads move), so reads
+// adoption, is abandoned; the old owner counted them too (it counts R's until its cut-over), so reads
 // after the cancel count every increment once, also after a restart.
 TEST(split, increments_of_the_moved_half_during_a_cancelled_split_count_on_the_old_owner) {
     CAIRN_REQUIRE_SHARDS(2u);

@@ -96,7 +96,7 @@ TEST(cell_convergence, competing_writes_in_any_order_end_in_the_smallest_version
                 for (std::size_t i = at; i < std::min(applied.size(), at + n); ++i) {
                     if (shards::touches_shard(applied[i], map, s)) batch.push_back(&applied[i]);
                 }
-                const shards::apply_context ctx{map, counters, cells, entities, 0, nullptr, nullptr};
+                const shards::apply_context ctx{map, counters, cells, entities, 0, nullptr};
                 RC_ASSERT(test::run_on(ioc, shards::async_apply_ops(*conns[s], ctx, s, batch)).has_value());
             }
             at += n;

@@ -65,7 +65,7 @@ struct fixture {
         }
     }
     core::result<void> apply(core::shard_index s, std::span<const core::op* const> batch, std::uint64_t now_ms) {
-        const shards::apply_context ctx{map, catalog, cells, entities, now_ms, nullptr, nullptr};
+        const shards::apply_context ctx{map, catalog, cells, entities, now_ms, nullptr};
         return test::run_on(ioc, shards::async_apply_ops(*conns[s], ctx, s, batch));
     }
     table_rows dump() {

@@ -47,7 +47,7 @@ TEST(entity_convergence, puts_and_tombstones_in_any_order_end_in_the_last_writer
     const core::cell_config cells;
     core::entity_config entities;
     entities.kinds = {"entry", "user"};
-    const shards::apply_context ctx{map, counters, cells, entities, 0, nullptr, nullptr};
+    const shards::apply_context ctx{map, counters, cells, entities, 0, nullptr};
     asio::io_context ioc;
     std::vector<std::unique_ptr<shards::mariadb_conn>> conns;
     for (std::size_t i = 0; i < 2; ++i) {

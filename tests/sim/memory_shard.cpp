@@ -170,7 +170,7 @@ void memory_shard::apply_op(const core::op& o, const core::shard_map& map, const
 namespace {
 // The counter maps of an apply context (null members: its map).
 shards::counter_maps counter_maps_of(const shards::apply_context& ctx) {
-    return {ctx.counter_keyed != nullptr ? *ctx.counter_keyed : ctx.map, ctx.base != nullptr ? *ctx.base : ctx.map};
+    return {ctx.map, ctx.base != nullptr ? *ctx.base : ctx.map};
 }
 }  // namespace
 

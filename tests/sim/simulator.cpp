@@ -348,7 +348,7 @@ private:
         const auto table = routing_.load();
         std::uint32_t owners = 0;
         for (core::shard_index s = 0; s < total_shards_; ++s) {
-            const shards::counter_maps counters{table->counter_map(s, seq), table->base_map()};
+            const shards::counter_maps counters{table->apply_map(s, seq), table->base_map()};
             if (shards::touches_shard(o, table->apply_map(s, seq), s, &counters)) owners |= 1u << s;
         }
         // Worked out here, not only by the routing under test: an entity's row on its id's shard, a
