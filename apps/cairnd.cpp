@@ -334,7 +334,8 @@ int main(int argc, char** argv) {
     claim.holder = fmt::format("{}:{} (pid {})", host_name(), server.port(), ::getpid());
     // The workers apply nothing until the follower has read the shards' map once: the journal's route
     // record may predate a split that ran while this gateway was down, and ops applied by it would land
-    // on the wrong shard. A shard 0 that stays silent for 10 s releases them with a warning.
+    // on the wrong shard. A shard 0 that stays silent for 10 s releases them with a warning (the map
+    // fence, apply_worker::async_check_fence, still keeps them off the shards a split moved rows from).
     shard_set.hold_all_for_routing(true);
     shard_set.start_all();
     // Follows the shard map's versions on shard 0 (splits) every second.
@@ -345,8 +346,8 @@ int main(int argc, char** argv) {
             spdlog::info("routing: map version {} read from shard 0; applying", routing.load()->version());
         } else {
             spdlog::warn("routing: shard 0 did not answer for 10 s; applying by the journal's route record (map version {}) "
-                         "until it does: if a split ran while this gateway was down, ops of the moved half may reach the "
-                         "old shard meanwhile",
+                         "until it does (if a split ran while this gateway was down, its two shards apply nothing from it "
+                         "meanwhile: their identity rows name a newer map version)",
                          routing.load()->version());
         }
         shard_set.hold_all_for_routing(false);

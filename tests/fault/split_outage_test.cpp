@@ -229,5 +229,95 @@ TEST(split_outage, a_late_adoption_is_recorded_only_once_the_new_shards_worker_w
     EXPECT_EQ(a.terminate(), 0) << a.log_tail();
 }
 
+// The map fence end to end: gateway B, down while a split of shard 1 ran to its end, comes back while
+// shard 0 is unreachable — its follower cannot read the map in force, and after the 10 s start-up hold
+// its workers apply by its journal's older map, which puts its backlog of the moved half on shard 1,
+// cleaned: lost to reads. Shard 1's identity row names the split's version, so B applies nothing there
+// (and says why) until shard 0 is back and it routes by the map in force: then the backlog reaches the
+// new shard, and none of it the old owner.
+TEST(split_outage, a_gateway_with_an_older_map_applies_nothing_on_the_shards_a_split_fenced) {
+    CAIRN_REQUIRE_SHARDS(2u);
+    own_servers servers(2, 640);
+    ASSERT_TRUE(servers.started()) << "scripts/shards start --count 2 failed";
+    const auto s0 = servers.server(0);
+    const auto s1 = servers.server(1);
+    const std::string dbf = "cairn_fault_fence", dbf_n = "cairn_fault_fence_n";
+    ASSERT_TRUE(exec_sql(s0, {"DROP DATABASE IF EXISTS " + dbf, "CREATE DATABASE " + dbf}).has_value());
+    ASSERT_TRUE(exec_sql(s1, {"DROP DATABASE IF EXISTS " + dbf, "CREATE DATABASE " + dbf, "DROP DATABASE IF EXISTS " + dbf_n,
+                              "CREATE DATABASE " + dbf_n})
+                    .has_value());
+    // Ids of shard 1's upper half, which a split of shard 1 moves to shard 2.
+    const auto after = core::shard_map::equal_ranges(2).split(1).value();
+    std::vector<std::int64_t> moved;
+    for (std::int64_t id = 1; moved.size() < 12; ++id) {
+        if (after.shard_of_id(id) == 2) moved.push_back(id);
+    }
+    cairnd_options a_opts;
+    a_opts.database = dbf;
+    a_opts.node_id = 1;
+    a_opts.shards = {s0, s1};
+    a_opts.journal_dir = make_temp_dir("cairn-fence-a");
+    {
+        cairnd_process first(a_opts);
+        ASSERT_TRUE(first.start()) << first.log_tail();
+        ASSERT_TRUE(post_edge(first.port(), moved[0], moved[1]));
+        ASSERT_TRUE(wait_applied(first.port(), 30s));
+        ASSERT_EQ(first.terminate(), 0) << first.log_tail();
+    }
+    a_opts.shards.push_back(s1);
+    a_opts.shard_databases = {"", "", dbf_n};
+    cairnd_options b_opts = a_opts;
+    b_opts.node_id = 2;
+    b_opts.journal_dir = make_temp_dir("cairn-fence-b");
+    // B journals a backlog of the moved half with shard 1's applying paused, and stops.
+    edge_set backlog;
+    {
+        cairnd_process b(b_opts);
+        ASSERT_TRUE(b.start()) << b.log_tail();
+        auto paused = http_post(b.port(), "/v1/admin/apply/pause", R"({"shard": 1})");
+        ASSERT_TRUE(paused && paused->status == 200) << (paused ? paused->body : "no answer");
+        for (std::size_t i = 2; i < moved.size(); ++i) {
+            ASSERT_TRUE(post_edge(b.port(), moved[i], moved[i - 1]));
+            backlog.insert({moved[i], moved[i - 1]});
+        }
+        ASSERT_EQ(b.terminate(), 0) << b.log_tail();
+    }
+    // A splits shard 1 to its end while B is down.
+    {
+        cairnd_process a(a_opts);
+        ASSERT_TRUE(a.start()) << a.log_tail();
+        ASSERT_TRUE(wait_shard_up(a.port(), 2)) << a.log_tail(8000);
+        auto started = http_post(a.port(), "/v1/admin/reshard/split", fmt::format(R"({{"shard": 1, "to": "{}:{}"}})", s1.host, s1.port));
+        ASSERT_TRUE(started && started->status == 202) << (started ? started->body : "no answer");
+        ASSERT_TRUE(wait_until([&] { return state_of(a.port()) == "retired"; }, 90s)) << state_of(a.port()) << a.log_tail(8000);
+        ASSERT_EQ(a.terminate(), 0) << a.log_tail();
+    }
+    const auto on = [&](const std::string& database) {
+        const auto rows = forward_edges(s1, database);
+        std::size_t n = 0;
+        for (const auto& e : backlog) n += rows.contains(e) ? 1 : 0;
+        return n;
+    };
+    ASSERT_EQ(on(dbf), 0u);
+    // Shard 0 goes; B comes back: past its start-up hold it routes by its journal's map of two shards.
+    ASSERT_EQ(servers.stop(0), 0);
+    cairnd_process b(b_opts);
+    ASSERT_TRUE(b.start()) << b.log_tail();
+    ASSERT_TRUE(wait_until([&] { return b.log_tail(1 << 20).find("shard 0 did not answer for 10 s") != std::string::npos; }, 60s))
+        << b.log_tail(8000);
+    const auto fenced = [&] {
+        return b.log_tail(1 << 20).find("the shard is at map version 2, this gateway routes by version 1") != std::string::npos;
+    };
+    ASSERT_TRUE(wait_until([&] { return fenced() || on(dbf) != 0; }, 60s)) << b.log_tail(8000);
+    EXPECT_EQ(on(dbf), 0u) << "the backlog of the moved half was applied on the old owner by the older map\n" << b.log_tail(8000);
+    EXPECT_TRUE(fenced()) << b.log_tail(8000);
+    // Shard 0 is back: B follows the map in force and its backlog reaches the new shard.
+    ASSERT_EQ(servers.start(0), 0);
+    EXPECT_TRUE(wait_until([&] { return on(dbf_n) == backlog.size(); }, 60s))
+        << on(dbf_n) << " of " << backlog.size() << " on the new shard\n" << b.log_tail(8000);
+    EXPECT_EQ(on(dbf), 0u);
+    EXPECT_EQ(b.terminate(), 0) << b.log_tail();
+}
+
 }  // namespace
 }  // namespace cairn::test
