@@ -46,16 +46,26 @@ std::string state_of(std::uint16_t port, std::uint64_t* rows_done = nullptr) {
     return j["split"]["state"].get<std::string>();
 }
 
+// Fresh databases on a test's own two servers: `database` on both (shards 0 and 1), `database_n` on the
+// second (the new shard). Empty, or what failed.
+std::string fresh_split_databases(const own_servers& servers, const std::string& database, const std::string& database_n) {
+    if (!exec_sql(servers.server(0), {"DROP DATABASE IF EXISTS " + database, "CREATE DATABASE " + database})) {
+        return "creating " + database + " on the first server failed";
+    }
+    if (!exec_sql(servers.server(1), {"DROP DATABASE IF EXISTS " + database, "CREATE DATABASE " + database,
+                                      "DROP DATABASE IF EXISTS " + database_n, "CREATE DATABASE " + database_n})) {
+        return "creating " + database + " and " + database_n + " on the second server failed";
+    }
+    return {};
+}
+
 TEST(split_outage, a_split_whose_new_shard_stops_during_the_copy_copies_again_and_retires_with_every_write) {
     CAIRN_REQUIRE_SHARDS(2u);
     own_servers servers(2, 620);
     ASSERT_TRUE(servers.started()) << "scripts/shards start --count 2 failed";
     const auto a = servers.server(0);
     const auto b = servers.server(1);
-    ASSERT_TRUE(exec_sql(a, {"DROP DATABASE IF EXISTS " + db, "CREATE DATABASE " + db}).has_value());
-    ASSERT_TRUE(exec_sql(b, {"DROP DATABASE IF EXISTS " + db, "CREATE DATABASE " + db, "DROP DATABASE IF EXISTS " + db_n,
-                             "CREATE DATABASE " + db_n})
-                    .has_value());
+    ASSERT_EQ(fresh_split_databases(servers, db, db_n), "");
 
     const auto keys = pick_split_keys(20, 40);
     const auto& three = keys.three;
@@ -153,10 +163,7 @@ TEST(split_outage, a_late_adoption_is_recorded_only_once_the_new_shards_worker_w
     const auto s0 = servers.server(0);
     const auto s1 = servers.server(1);
     const std::string dbl = "cairn_fault_late", dbl_n = "cairn_fault_late_n";
-    ASSERT_TRUE(exec_sql(s0, {"DROP DATABASE IF EXISTS " + dbl, "CREATE DATABASE " + dbl}).has_value());
-    ASSERT_TRUE(exec_sql(s1, {"DROP DATABASE IF EXISTS " + dbl, "CREATE DATABASE " + dbl, "DROP DATABASE IF EXISTS " + dbl_n,
-                              "CREATE DATABASE " + dbl_n})
-                    .has_value());
+    ASSERT_EQ(fresh_split_databases(servers, dbl, dbl_n), "");
     const auto keys = pick_split_keys(20, 20);
     cairnd_options a_opts;
     a_opts.database = dbl;
@@ -242,10 +249,7 @@ TEST(split_outage, a_gateway_with_an_older_map_applies_nothing_on_the_shards_a_s
     const auto s0 = servers.server(0);
     const auto s1 = servers.server(1);
     const std::string dbf = "cairn_fault_fence", dbf_n = "cairn_fault_fence_n";
-    ASSERT_TRUE(exec_sql(s0, {"DROP DATABASE IF EXISTS " + dbf, "CREATE DATABASE " + dbf}).has_value());
-    ASSERT_TRUE(exec_sql(s1, {"DROP DATABASE IF EXISTS " + dbf, "CREATE DATABASE " + dbf, "DROP DATABASE IF EXISTS " + dbf_n,
-                              "CREATE DATABASE " + dbf_n})
-                    .has_value());
+    ASSERT_EQ(fresh_split_databases(servers, dbf, dbf_n), "");
     // Ids of shard 1's upper half, which a split of shard 1 moves to shard 2.
     const auto after = core::shard_map::equal_ranges(2).split(1).value();
     std::vector<std::int64_t> moved;
