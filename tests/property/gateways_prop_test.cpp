@@ -21,6 +21,7 @@
 #include "tests/support/cairnd_process.hpp"
 #include "tests/support/counter_example.hpp"
 #include "tests/support/e2e.hpp"
+#include "tests/support/shard_up.hpp"
 #include "tests/support/edge_gen.hpp"
 #include "tests/support/edge_model.hpp"
 #include "tests/support/test_shards.hpp"
@@ -71,6 +72,11 @@ TEST(gateways_convergence, ops_split_across_two_gateways_end_in_the_model_rows_a
         o.node_id = node;
         gateways.push_back(std::make_unique<test::cairnd_process>(o));
         ASSERT_TRUE(gateways.back()->start()) << gateways.back()->log_tail();
+    }
+    // The fresh database's tables are made by the gateways' workers, after /livez answers: the cases
+    // below empty them first (a DELETE before they exist failed CI once, on a busy machine).
+    for (const auto& gw : gateways) {
+        for (std::size_t shard = 0; shard < 2; ++shard) ASSERT_TRUE(test::wait_shard_up(gw->port(), shard)) << gw->log_tail();
     }
     const auto endpoints = test::test_shards();
     const auto map = core::shard_map::equal_ranges(2);
@@ -232,6 +238,11 @@ TEST(gateways_convergence, entities_cells_and_counters_written_through_two_gatew
         o.extra_toml = "[entities]\nkinds = [\"user\"]\n[cells]\ntables = [\"users\"]\n" + test::counter_example_toml();
         gateways.push_back(std::make_unique<test::cairnd_process>(o));
         ASSERT_TRUE(gateways.back()->start()) << gateways.back()->log_tail();
+    }
+    // The fresh database's tables are made by the gateways' workers, after /livez answers: the cases
+    // below empty them first (a DELETE before they exist failed CI once, on a busy machine).
+    for (const auto& gw : gateways) {
+        for (std::size_t shard = 0; shard < 2; ++shard) ASSERT_TRUE(test::wait_shard_up(gw->port(), shard)) << gw->log_tail();
     }
     const auto endpoints = test::test_shards();
     asio::io_context ioc;

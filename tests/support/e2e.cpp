@@ -1,4 +1,5 @@
 #include "tests/support/e2e.hpp"
+#include "tests/support/shard_up.hpp"
 
 #include "core/config.hpp"
 #include "core/hlc.hpp"
@@ -88,6 +89,21 @@ bool wait_applied(std::uint16_t port, std::chrono::seconds timeout) {
             bool all = true;
             for (const auto& s : (*j)["checks"]["shards"]) all = all && s["lag_ops"].get<std::uint64_t>() == 0;
             if (all) return true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+}
+
+bool wait_shard_up(std::uint16_t port, std::size_t shard, std::chrono::seconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (auto r = http_get(port, "/v1/admin/status"); r && r->status == 200) {
+            const auto j = nlohmann::json::parse(r->body, nullptr, false);
+            if (j.is_object() && j.contains("shards") && j["shards"].is_array() && j["shards"].size() > shard &&
+                j["shards"][shard].is_object() && j["shards"][shard].value("up", false)) {
+                return true;
+            }
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }

@@ -7,6 +7,7 @@
 #include "core/shard_map.hpp"
 #include "tests/support/cairnd_process.hpp"
 #include "tests/support/e2e.hpp"
+#include "tests/support/shard_up.hpp"
 #include "tests/support/own_servers.hpp"
 #include "tests/support/test_shards.hpp"
 
@@ -117,17 +118,5 @@ inline std::string journal_a_backlog_of_the_moved_half(const cairnd_options& o, 
     return {};
 }
 
-// Waits until cairnd on port says shard `shard` is up (its worker connected and made its tables): a
-// split is refused before that.
-inline bool wait_shard_up(std::uint16_t port, std::size_t shard, std::chrono::seconds timeout = std::chrono::seconds(30)) {
-    return wait_until(
-        [&] {
-            auto r = http_get(port, "/v1/admin/status");
-            if (!r || r->status != 200) return false;
-            const auto j = nlohmann::json::parse(r->body, nullptr, false);
-            return j.is_object() && j["shards"].size() > shard && j["shards"][shard]["up"] == true;
-        },
-        timeout);
-}
 
 }  // namespace cairn::test
