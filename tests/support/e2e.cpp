@@ -1,5 +1,6 @@
 #include "tests/support/e2e.hpp"
 #include "tests/support/shard_up.hpp"
+#include "tests/support/wait.hpp"
 
 #include "core/config.hpp"
 #include "core/hlc.hpp"
@@ -9,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -81,33 +83,29 @@ std::optional<std::vector<nlohmann::json>> index_query_all(std::uint16_t port, c
     return out;
 }
 
+// Waits until pred holds of the shard checks of /readyz?verbose (an array, one object per shard).
+template <class Pred>
+bool wait_for_shards(std::uint16_t port, std::chrono::seconds timeout, Pred pred) {
+    return wait_until(
+        [&] {
+            const auto j = readiness(port);
+            return j && j->is_object() && j->contains("checks") && (*j)["checks"].contains("shards") &&
+                   (*j)["checks"]["shards"].is_array() && pred((*j)["checks"]["shards"]);
+        },
+        timeout);
+}
+
 bool wait_applied(std::uint16_t port, std::chrono::seconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        auto j = readiness(port);
-        if (j && j->contains("checks")) {
-            bool all = true;
-            for (const auto& s : (*j)["checks"]["shards"]) all = all && s["lag_ops"].get<std::uint64_t>() == 0;
-            if (all) return true;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
+    return wait_for_shards(port, timeout, [](const nlohmann::json& shards) {
+        return std::all_of(shards.begin(), shards.end(),
+                           [](const nlohmann::json& s) { return s.value("lag_ops", std::uint64_t{1}) == 0; });
+    });
 }
 
 bool wait_shard_up(std::uint16_t port, std::size_t shard, std::chrono::seconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (auto r = http_get(port, "/v1/admin/status"); r && r->status == 200) {
-            const auto j = nlohmann::json::parse(r->body, nullptr, false);
-            if (j.is_object() && j.contains("shards") && j["shards"].is_array() && j["shards"].size() > shard &&
-                j["shards"][shard].is_object() && j["shards"][shard].value("up", false)) {
-                return true;
-            }
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
+    return wait_for_shards(port, timeout, [shard](const nlohmann::json& shards) {
+        return shards.size() > shard && shards[shard].is_object() && shards[shard].value("up", false);
+    });
 }
 
 std::optional<double> metric(std::uint16_t port, const std::string& series) {

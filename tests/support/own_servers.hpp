@@ -7,6 +7,7 @@
 
 #include "tests/support/e2e.hpp"
 #include "tests/support/test_shards.hpp"
+#include "tests/support/wait.hpp"
 
 #include <fmt/format.h>
 
@@ -67,16 +68,5 @@ private:
     std::string dir_;
     bool started_ = false;
 };
-
-// Waits until pred() holds, checking every 50 ms; false after timeout.
-template <class Pred>
-bool wait_until(Pred pred, std::chrono::seconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!pred()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return true;
-}
 
 }  // namespace cairn::test
