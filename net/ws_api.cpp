@@ -5,6 +5,7 @@
 #include "core/log_task_end.hpp"
 #include "net/auth.hpp"
 #include "net/detail/json_escape.hpp"
+#include "net/detail/write_coalescer.hpp"
 #include "net/detail/ws_message.hpp"
 #include "net/router.hpp"
 
@@ -29,6 +30,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <vector>
 
 namespace cairn::net {
 namespace {
@@ -45,6 +47,9 @@ using error_code = boost::system::error_code;
 // Answers waiting to be written per connection; past it the connection is closed (the client
 // reads too slowly for what it sends).
 constexpr std::size_t answers_queued_max = 4096;
+// Bytes of queued answers gathered into one write of the socket at most (a larger answer goes in
+// a write of its own).
+constexpr std::size_t coalesce_bytes_max = 64 * 1024;
 
 // Change feed subscriptions (SUBSCRIBE /v1/feed?...) one connection may hold at once; each also
 // counts as a request in flight (limits.ws_in_flight_max).
@@ -474,18 +479,29 @@ private:
         sub->written->cancel();
     }
 
+    // Writes the queued frames, those queued together in one write of the socket
+    // (detail::write_coalescer: up to coalesce_bytes_max at a time); a subscription hears that
+    // its frame is written once the write that carried it is done.
     asio::awaitable<void> async_write_all() {
         error_code ec;
+        std::vector<std::shared_ptr<subscription>> carried;
         while (!queue_.empty() && !broken_) {
-            auto f = std::move(queue_.front());
-            queue_.pop_front();
-            ws_.binary(f.binary);
-            co_await ws_.async_write(asio::buffer(f.data), use_ec(ec));
-            if (ec) {
+            ws_.next_layer().hold();
+            while (!queue_.empty() && !broken_ && ws_.next_layer().pending_bytes() < coalesce_bytes_max) {
+                auto f = std::move(queue_.front());
+                queue_.pop_front();
+                ws_.binary(f.binary);
+                co_await ws_.async_write(asio::buffer(f.data), use_ec(ec));
+                if (ec) broken_ = true;
+                if (f.sub) carried.push_back(std::move(f.sub));
+            }
+            co_await ws_.next_layer().async_flush(use_ec(ec));
+            if (ec || broken_) {
                 broken_ = true;
                 beast::get_lowest_layer(ws_).cancel();
             }
-            frame_done(f.sub);
+            for (const auto& sub : carried) frame_done(sub);
+            carried.clear();
         }
         for (const auto& f : queue_) frame_done(f.sub);
         queue_.clear();
@@ -494,7 +510,7 @@ private:
         close_when_quiet();
     }
 
-    websocket::stream<Stream&> ws_;
+    websocket::stream<detail::write_coalescer<Stream>> ws_;
     const router& router_;
     const core::limits& lim_;
     core::role role_;

@@ -82,9 +82,11 @@ TEST(replica_reads, reads_without_after_are_served_by_a_replica_within_the_stale
     }, 30s))
         << "the write never replicated: "
         << [&] {
-               auto st = query_sql(replica, "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'SLAVE_RUNNING'", db);
+               // The replica's whole status row: Slave_IO_Running, Slave_SQL_Running, Last_IO_Errno,
+               // Last_IO_Error, Last_SQL_Errno and Last_SQL_Error say why it stopped.
+               auto st = query_sql(replica, "SHOW SLAVE STATUS", db);
                auto rows = query_sql(replica, "SELECT COUNT(*) FROM edges", db);
-               return fmt::format("slave running: {}; edges rows: {}", st ? fmt::format("{}", fmt::join(st.value(), ",")) : st.error().message(),
+               return fmt::format("SHOW SLAVE STATUS: {}; edges rows: {}", st ? fmt::format("{}", fmt::join(st.value(), " | ")) : st.error().message(),
                                   rows ? fmt::format("{}", fmt::join(rows.value(), ",")) : rows.error().message());
            }();
     ASSERT_TRUE(exec_sql(replica, {fmt::format("INSERT INTO edges (graph, node_id, direction, other_id, state, own_state, "

@@ -46,10 +46,13 @@ public:
     int start(int i) const { return run_script(env_prefix() + fmt::format("scripts/shards start --shard {} --log-bin", i)); }
 
     // Makes server(replica) replicate server(primary) (MariaDB's asynchronous replication, from the
-    // primary's current GTID position) and starts it.
+    // primary's current GTID position) and starts it. A failed connect of the replica's I/O thread is
+    // retried after 1 s, not MariaDB's default 60 s (longer than any wait of a test: a first connect
+    // that failed on a busy machine once left the replica "not running" for the rest of a test).
     bool replicate(int replica, int primary) const {
         return exec_sql(server(replica), {fmt::format("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={}, "
-                                                      "MASTER_USER='cairn', MASTER_PASSWORD='cairn', MASTER_USE_GTID=slave_pos",
+                                                      "MASTER_USER='cairn', MASTER_PASSWORD='cairn', MASTER_USE_GTID=slave_pos, "
+                                                      "MASTER_CONNECT_RETRY=1",
                                                       server(primary).port),
                                           "START SLAVE"})
             .has_value();

@@ -57,6 +57,15 @@ core::result<void> ws_client::send_binary(std::string_view bytes) {
     return run([&](auto h) { ws_.async_write(asio::buffer(bytes.data(), bytes.size()), h); });
 }
 
+core::result<void> ws_client::send_ping(std::string_view payload) {
+    ping_payload_ = std::string(payload);
+    pongs_ = 0;
+    ws_.control_callback([this](websocket::frame_type kind, beast::string_view p) {
+        if (kind == websocket::frame_type::pong && std::string_view(p.data(), p.size()) == ping_payload_) ++pongs_;
+    });
+    return run([&](auto h) { ws_.async_ping(websocket::ping_data(payload.data(), payload.size()), h); });
+}
+
 core::result<ws_frame> ws_client::read() {
     buffer_.clear();
     if (auto r = run([&](auto h) { ws_.async_read(buffer_, h); }); !r) return r.error();

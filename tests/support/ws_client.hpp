@@ -34,6 +34,10 @@ public:
 
     [[nodiscard]] core::result<void> send_text(std::string_view text);
     [[nodiscard]] core::result<void> send_binary(std::string_view bytes);
+    // Sends a ping; the server's pong is seen by a later read(): pongs() counts the pongs of the
+    // last ping sent (from 0 at each send_ping).
+    [[nodiscard]] core::result<void> send_ping(std::string_view payload);
+    int pongs() const noexcept { return pongs_; }
     // The next message. When the server closed the connection, the error is
     // websocket::error::closed and close_code() says why (e.g. 1009: message too big).
     [[nodiscard]] core::result<ws_frame> read();
@@ -51,6 +55,8 @@ private:
     boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
     boost::beast::flat_buffer buffer_;
     unsigned handshake_status_ = 0;
+    std::string ping_payload_;
+    int pongs_ = 0;
 };
 
 }  // namespace cairn::test
