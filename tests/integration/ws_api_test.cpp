@@ -130,7 +130,9 @@ TEST(ws_api, pings_get_their_pong_on_an_idle_connection_and_among_a_burst_of_ans
     constexpr int n = 300;
     for (int i = 1; i <= n; ++i) {
         ASSERT_TRUE(ws.send_text(write(i))) << i;
-        if (i == n / 2) ASSERT_TRUE(ws.send_ping("busy"));
+        if (i == n / 2) {
+            ASSERT_TRUE(ws.send_ping("busy"));
+        }
     }
     std::set<int> answered;
     for (int k = 0; k < n; ++k) {
