@@ -55,7 +55,7 @@ constexpr int zstd_level = 3;
 // Reader slots for the exporting process only (as inspect.cpp).
 constexpr unsigned export_readers_max = 4;
 
-core::error_code system_error(int e) { return {e, boost::system::generic_category()}; }
+core::error_code file_system_error(int e) { return {e, boost::system::generic_category()}; }
 
 struct string_writer {
     std::string& out;
@@ -79,7 +79,7 @@ public:
 
     [[nodiscard]] core::result<void> open() {
         fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-        if (fd_ < 0) return system_error(errno);
+        if (fd_ < 0) return file_system_error(errno);
         opened_ = true;
         return core::success();
     }
@@ -88,7 +88,7 @@ public:
         while (!bytes.empty()) {
             const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
             if (n < 0 && errno == EINTR) continue;
-            if (n < 0) return system_error(errno);
+            if (n < 0) return file_system_error(errno);
             bytes.remove_prefix(static_cast<std::size_t>(n));
             bytes_ += static_cast<std::uint64_t>(n);
         }
@@ -98,19 +98,19 @@ public:
     // fsyncs and closes the file, renames it to the final path and fsyncs the directory, so that
     // after a crash the final path is the complete file or absent.
     [[nodiscard]] core::result<void> commit() {
-        if (::fsync(fd_) != 0) return system_error(errno);
+        if (::fsync(fd_) != 0) return file_system_error(errno);
         const int fd = std::exchange(fd_, -1);
-        if (::close(fd) != 0) return system_error(errno);
-        if (::rename(path_.c_str(), final_path_.c_str()) != 0) return system_error(errno);
+        if (::close(fd) != 0) return file_system_error(errno);
+        if (::rename(path_.c_str(), final_path_.c_str()) != 0) return file_system_error(errno);
         renamed_ = true;
         std::string dir = std::filesystem::path(final_path_).parent_path().string();
         if (dir.empty()) dir = ".";
         const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dir_fd < 0) return system_error(errno);
+        if (dir_fd < 0) return file_system_error(errno);
         const int rc = ::fsync(dir_fd);
         const int e = errno;
         ::close(dir_fd);
-        if (rc != 0) return system_error(e);
+        if (rc != 0) return file_system_error(e);
         return core::success();
     }
 
@@ -137,7 +137,7 @@ core::result<void> write_frame(part_file& out, ZSTD_CCtx* cctx, std::string_view
     const std::size_t n = ZSTD_compress2(cctx, frame.data() + frame_length_bytes, frame.size() - frame_length_bytes,
                                          content.data(), content.size());
     // The destination holds ZSTD_compressBound bytes, so only an allocation can fail.
-    if (ZSTD_isError(n)) return system_error(ENOMEM);
+    if (ZSTD_isError(n)) return file_system_error(ENOMEM);
     CAIRN_ASSERT(n <= frame_bytes_max);
     detail::put_be(frame.data(), n, static_cast<int>(frame_length_bytes));
     frame.resize(frame_length_bytes + n);
@@ -292,7 +292,7 @@ core::result<export_summary> export_journal(const std::string& dir, const export
     if (!src) return src.error();
 
     cctx_ptr cctx(ZSTD_createCCtx());
-    if (!cctx) return system_error(ENOMEM);
+    if (!cctx) return file_system_error(ENOMEM);
     const std::size_t level_rc = ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, zstd_level);
     CAIRN_ASSERT(!ZSTD_isError(level_rc));
     const std::size_t checksum_rc = ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_checksumFlag, 1);
@@ -344,16 +344,16 @@ core::result<std::unique_ptr<export_reader>> export_reader::open(const std::stri
     std::error_code ec;
     const auto status = std::filesystem::status(path, ec);
     if (status.type() == std::filesystem::file_type::not_found) return core::errc::not_found;
-    if (ec) return system_error(ec.value());
+    if (ec) return file_system_error(ec.value());
     if (!std::filesystem::is_regular_file(status)) return core::errc::journal_corrupt;
 
     std::unique_ptr<export_reader> r(new export_reader());
     r->dctx_.reset(ZSTD_createDCtx());
-    if (!r->dctx_) return system_error(ENOMEM);
+    if (!r->dctx_) return file_system_error(ENOMEM);
     r->in_.open(path, std::ios::binary);
-    if (!r->in_) return system_error(errno != 0 ? errno : EIO);
+    if (!r->in_) return file_system_error(errno != 0 ? errno : EIO);
     r->file_bytes_ = std::filesystem::file_size(path, ec);
-    if (ec) return system_error(ec.value());
+    if (ec) return file_system_error(ec.value());
 
     std::string magic(export_magic.size(), '\0');
     if (r->file_bytes_ < magic.size()) return core::errc::journal_corrupt;

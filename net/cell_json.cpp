@@ -19,10 +19,6 @@ std::optional<std::int64_t> int64_of(const simdjson::dom::element& v) {
     return core::parse_decimal_int64(v.get_string().value_unsafe());
 }
 
-std::string field_name(std::string_view prefix, std::string_view key) {
-    return prefix.empty() ? std::string(key) : fmt::format("{}.{}", prefix, key);
-}
-
 std::variant<core::op, input_error> parse_one(const core::cell_config& cfg, std::string_view table,
                                               const simdjson::dom::element& el, const std::string& prefix, core::hlc& clock,
                                               const std::vector<core::index_def>& indexes) {
@@ -37,34 +33,34 @@ std::variant<core::op, input_error> parse_one(const core::cell_config& cfg, std:
         if (key == "row_key") {
             std::optional<core::id16> id;
             if (value.is_string()) id = core::parse_id16(value.get_string().value_unsafe());
-            if (!id) return input_error{field_name(prefix, key), "must be 16 bytes as 32 hex digits or UUID text"};
+            if (!id) return input_error{detail::field_path(prefix, key), "must be 16 bytes as 32 hex digits or UUID text"};
             c.row_key = std::string(core::id16_bytes(*id));
         } else if (key == "column") {
             if (!value.is_string() || !core::valid_cell_column(value.get_string().value_unsafe())) {
-                return input_error{field_name(prefix, key), "must be 1 to 64 characters of A-Z, a-z, 0-9, _, . and -"};
+                return input_error{detail::field_path(prefix, key), "must be 1 to 64 characters of A-Z, a-z, 0-9, _, . and -"};
             }
             c.column = std::string(value.get_string().value_unsafe());
         } else if (key == "ref_key") {
             auto r = int64_of(value);
-            if (!r) return input_error{field_name(prefix, key), "must be a 64-bit integer (a number or a decimal string)"};
+            if (!r) return input_error{detail::field_path(prefix, key), "must be a 64-bit integer (a number or a decimal string)"};
             c.ref_key = *r;
             have_ref = true;
         } else if (key == "body") {
-            auto stored = detail::stored_body_of(value, field_name(prefix, key), cfg.compress_bytes_min);
+            auto stored = detail::stored_body_of(value, detail::field_path(prefix, key), cfg.compress_bytes_min);
             if (auto* err = std::get_if<input_error>(&stored)) return std::move(*err);
             c.body = std::get<std::string>(std::move(stored));
             body_el = value;
             have_body = true;
         } else {
-            return input_error{field_name(prefix, key), "is not a known field of a cell (row_key, column, ref_key, body)"};
+            return input_error{detail::field_path(prefix, key), "is not a known field of a cell (row_key, column, ref_key, body)"};
         }
     }
-    if (c.row_key.empty()) return input_error{field_name(prefix, "row_key"), "is required"};
-    if (c.column.empty()) return input_error{field_name(prefix, "column"), "is required"};
-    if (!have_ref) return input_error{field_name(prefix, "ref_key"), "is required"};
-    if (!have_body) return input_error{field_name(prefix, "body"), "is required"};
+    if (c.row_key.empty()) return input_error{detail::field_path(prefix, "row_key"), "is required"};
+    if (c.column.empty()) return input_error{detail::field_path(prefix, "column"), "is required"};
+    if (!have_ref) return input_error{detail::field_path(prefix, "ref_key"), "is required"};
+    if (!have_body) return input_error{detail::field_path(prefix, "body"), "is required"};
     auto entries = detail::index_entries_of(indexes, body_el, c.column);
-    if (auto* err = std::get_if<input_error>(&entries)) return input_error{field_name(prefix, err->field), err->detail};
+    if (auto* err = std::get_if<input_error>(&entries)) return input_error{detail::field_path(prefix, err->field), err->detail};
     c.entries = std::get<std::vector<core::index_entry>>(std::move(entries));
     core::op o;
     o.ts = clock.now();

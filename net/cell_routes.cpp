@@ -29,7 +29,7 @@ namespace {
 namespace asio = boost::asio;
 using detail::bad_field;
 
-constexpr std::string_view read_params[] = {"after", "timeout_ms"};
+constexpr std::string_view cell_read_params[] = {"after", "timeout_ms"};
 constexpr std::string_view list_params[] = {"limit", "cursor", "after", "timeout_ms"};
 
 const core::cell_config& cells_of(const gateway& gw) {
@@ -168,7 +168,7 @@ std::string render(const cell_path& p, const shards::stored_cell& c) {
     return render_cell(p.table, c.row_key, c.column, c.ref_key, c.body, c.ts, c.added_id);
 }
 
-response not_found(const request& req, std::string_view what) {
+response cell_not_found(const request& req, std::string_view what) {
     return problem(problems::not_found, what, std::nullopt, req.version(), req.keep_alive());
 }
 
@@ -183,7 +183,7 @@ asio::awaitable<response> async_get_cell(gateway& gw, route_context& ctx, bool l
         ref = parse_int64(ctx.params.get("ref_key").value_or(""));
         if (!ref) co_return bad_field(req, "ref_key", "must be a 64-bit integer");
     }
-    if (auto e = detail::unknown_query_param(ctx.query, read_params)) co_return bad_field(req, e->field, e->detail);
+    if (auto e = detail::unknown_query_param(ctx.query, cell_read_params)) co_return bad_field(req, e->field, e->detail);
     const auto wait = parse_wait(gw, ctx);
     if (auto* r = std::get_if<response>(&wait)) co_return std::move(*r);
     const auto query = [&](shards::mariadb_conn& c) -> asio::awaitable<core::result<std::optional<shards::stored_cell>>> {
@@ -199,7 +199,7 @@ asio::awaitable<response> async_get_cell(gateway& gw, route_context& ctx, bool l
         co_return std::move(r.value().front());
     };
     const auto render = [&](std::optional<shards::stored_cell> found) {
-        if (!found) return not_found(req, fmt::format("no such cell in table {}", p.table));
+        if (!found) return cell_not_found(req, fmt::format("no such cell in table {}", p.table));
         return json_response(http::status::ok, cairn::net::render(p, *found), req);
     };
     co_return co_await detail::async_read_shard(gw, req, p.shard, std::get<detail::wait_params>(wait), query, render);

@@ -9,11 +9,6 @@
 namespace cairn::net {
 namespace {
 
-std::string field_name(std::string_view prefix, std::string_view key) {
-    if (prefix.empty()) return std::string(key);
-    return fmt::format("{}.{}", prefix, key);
-}
-
 // A dimension's value as the op stores it (integers in canonical decimal), or why not.
 std::variant<std::string, std::string> dimension_value(const core::counter_dimension& d,
                                                        const simdjson::dom::element& v) {
@@ -50,11 +45,11 @@ std::variant<core::op, input_error> parse_one(const core::counter_catalog& catal
     const simdjson::dom::object fields = el.get_object().value_unsafe();
     for (auto [key, value] : fields) {
         if (key == "dimensions") {
-            if (!value.is_object()) return input_error{field_name(prefix, key), "must be an object of dimension values"};
+            if (!value.is_object()) return input_error{detail::field_path(prefix, key), "must be an object of dimension values"};
             have_dimensions = true;
             const simdjson::dom::object dims = value.get_object().value_unsafe();
             for (auto [name, v] : dims) {
-                const auto where = field_name(field_name(prefix, "dimensions"), name);
+                const auto where = detail::field_path(detail::field_path(prefix, "dimensions"), name);
                 const auto i = m.dimension_index(name);
                 if (!i) {
                     std::string declared;
@@ -74,30 +69,30 @@ std::variant<core::op, input_error> parse_one(const core::counter_catalog& catal
                 t = core::parse_utc_time(value.get_string().value_unsafe());
             }
             if (!t) {
-                return input_error{field_name(prefix, key),
+                return input_error{detail::field_path(prefix, key),
                                    "must be milliseconds since the Unix epoch or RFC 3339 UTC text such as "
                                    "\"2026-11-23T23:59:59.999Z\""};
             }
             time_ms = *t;
         } else if (key == "delta") {
-            if (!value.is_int64()) return input_error{field_name(prefix, key), "must be an integer"};
+            if (!value.is_int64()) return input_error{detail::field_path(prefix, key), "must be an integer"};
             const auto d = value.get_int64().value_unsafe();
             constexpr auto max = static_cast<std::int64_t>(core::counter_delta_abs_max);
             if (d > max || d < -max) {
-                return input_error{field_name(prefix, key), fmt::format("must be at most {} in magnitude", core::counter_delta_abs_max)};
+                return input_error{detail::field_path(prefix, key), fmt::format("must be at most {} in magnitude", core::counter_delta_abs_max)};
             }
             c.delta = d;
         } else {
-            return input_error{field_name(prefix, key), "is not a known field of an increment (dimensions, time, delta)"};
+            return input_error{detail::field_path(prefix, key), "is not a known field of an increment (dimensions, time, delta)"};
         }
     }
-    if (!have_dimensions) return input_error{field_name(prefix, "dimensions"), "is required"};
+    if (!have_dimensions) return input_error{detail::field_path(prefix, "dimensions"), "is required"};
     for (std::size_t i = 0; i < given.size(); ++i) {
-        if (!given[i]) return input_error{field_name(field_name(prefix, "dimensions"), m.dimensions[i].name), "is required"};
+        if (!given[i]) return input_error{detail::field_path(detail::field_path(prefix, "dimensions"), m.dimensions[i].name), "is required"};
     }
     c.time_ms = time_ms.value_or(static_cast<std::int64_t>(now_ms));
     if (c.time_ms > static_cast<std::int64_t>(now_ms) + catalog.future_ms_max) {
-        return input_error{field_name(prefix, "time"),
+        return input_error{detail::field_path(prefix, "time"),
                            fmt::format("is more than {} ms in the future (counters.future_ms_max)", catalog.future_ms_max)};
     }
     c.shard_hash = core::counter_value_hash(m.dimensions[m.shard_on], c.dimensions[m.shard_on]);

@@ -17,11 +17,6 @@ namespace {
 
 using detail::parse_json;
 
-std::string field_name(std::string_view prefix, std::string_view key) {
-    if (prefix.empty()) return std::string(key);
-    return fmt::format("{}.{}", prefix, key);
-}
-
 // A non-negative int64 given as a JSON number or a decimal string.
 std::optional<std::int64_t> id_of(const simdjson::dom::element& v) {
     if (v.is_int64()) {
@@ -68,7 +63,7 @@ std::variant<core::op, input_error> parse_one(std::string_view graph, const simd
         if (key == "source_id" || key == "destination_id") {
             auto id = id_of(value);
             if (!id) {
-                return input_error{field_name(prefix, key),
+                return input_error{detail::field_path(prefix, key),
                                    "must be an integer between 0 and 9223372036854775807 (a number or a decimal string)"};
             }
             (key == "source_id" ? e.source_id : e.destination_id) = *id;
@@ -76,24 +71,24 @@ std::variant<core::op, input_error> parse_one(std::string_view graph, const simd
         } else if (key == "state") {
             std::optional<core::edge_state> s;
             if (value.is_string()) s = core::edge_state_from_name(value.get_string().value_unsafe());
-            if (!s) return input_error{field_name(prefix, key), "must be one of \"normal\", \"removed\", \"archived\", \"negative\""};
+            if (!s) return input_error{detail::field_path(prefix, key), "must be one of \"normal\", \"removed\", \"archived\", \"negative\""};
             e.state = *s;
         } else if (key == "position") {
-            if (!value.is_int64()) return input_error{field_name(prefix, key), "must be a 64-bit signed integer"};
+            if (!value.is_int64()) return input_error{detail::field_path(prefix, key), "must be a 64-bit signed integer"};
             position = value.get_int64().value_unsafe();
         } else if (key == "keep_position") {
-            if (!value.is_bool()) return input_error{field_name(prefix, key), "must be true or false"};
+            if (!value.is_bool()) return input_error{detail::field_path(prefix, key), "must be true or false"};
             keep_position = value.get_bool().value_unsafe();
         } else if (key == "ts") {
-            auto ms = client_ts_of(value, field_name(prefix, key), now_ms, opts);
+            auto ms = client_ts_of(value, detail::field_path(prefix, key), now_ms, opts);
             if (auto* err = std::get_if<input_error>(&ms)) return std::move(*err);
             client_ms = std::get<std::uint64_t>(ms);
         } else {
-            return input_error{field_name(prefix, key), "is not a known field of an edge write"};
+            return input_error{detail::field_path(prefix, key), "is not a known field of an edge write"};
         }
     }
-    if (!have_source) return input_error{field_name(prefix, "source_id"), "is required"};
-    if (!have_destination) return input_error{field_name(prefix, "destination_id"), "is required"};
+    if (!have_source) return input_error{detail::field_path(prefix, "source_id"), "is required"};
+    if (!have_destination) return input_error{detail::field_path(prefix, "destination_id"), "is required"};
     core::op o;
     // A client ts keeps its place in the order (a replay or retry); logical 0 and our node id
     // make it a valid hybrid-clock value. Ties with other client ts are broken by the edge rules.
@@ -138,17 +133,17 @@ std::variant<std::vector<std::pair<std::int64_t, std::int64_t>>, input_error> pa
         const simdjson::dom::object fields = el.get_object().value_unsafe();
         for (auto [key, value] : fields) {
             if (key != "source_id" && key != "destination_id") {
-                return input_error{field_name(prefix, key), "is not a known field of an edge key"};
+                return input_error{detail::field_path(prefix, key), "is not a known field of an edge key"};
             }
             auto id = id_of(value);
             if (!id) {
-                return input_error{field_name(prefix, key),
+                return input_error{detail::field_path(prefix, key),
                                    "must be an integer between 0 and 9223372036854775807 (a number or a decimal string)"};
             }
             (key == "source_id" ? source : destination) = *id;
         }
-        if (!source) return input_error{field_name(prefix, "source_id"), "is required"};
-        if (!destination) return input_error{field_name(prefix, "destination_id"), "is required"};
+        if (!source) return input_error{detail::field_path(prefix, "source_id"), "is required"};
+        if (!destination) return input_error{detail::field_path(prefix, "destination_id"), "is required"};
         keys.emplace_back(*source, *destination);
     }
     return keys;
@@ -240,32 +235,32 @@ std::variant<node_query_fields, input_error> parse_node_query_fields(simdjson::d
     for (auto [key, value] : fields) {
         if (key == "node_id") {
             auto id = id_of(value);
-            if (!id) return input_error{field_name(prefix, key), "must be an integer between 0 and 9223372036854775807"};
+            if (!id) return input_error{detail::field_path(prefix, key), "must be an integer between 0 and 9223372036854775807"};
             q.node_id = *id;
             have_node = true;
         } else if (key == "direction") {
             const std::string_view d = value.is_string() ? value.get_string().value_unsafe() : "";
-            if (d != "forward" && d != "backward") return input_error{field_name(prefix, key), "must be \"forward\" or \"backward\""};
+            if (d != "forward" && d != "backward") return input_error{detail::field_path(prefix, key), "must be \"forward\" or \"backward\""};
             q.forward = d == "forward";
         } else if (key == "state") {
             const std::string_view text = value.is_string() ? value.get_string().value_unsafe() : "";
             if (many_states) {
                 auto st = core::edge_state_set_from_names(text);
                 if (!st) {
-                    return input_error{field_name(prefix, key),
+                    return input_error{detail::field_path(prefix, key),
                                        "must be one or more of normal, removed, archived, negative, comma-separated"};
                 }
                 q.states = *st;
             } else {
                 auto st = core::edge_state_from_name(text);
-                if (!st) return input_error{field_name(prefix, key), "must be one of \"normal\", \"removed\", \"archived\", \"negative\""};
+                if (!st) return input_error{detail::field_path(prefix, key), "must be one of \"normal\", \"removed\", \"archived\", \"negative\""};
                 q.states = *st;
             }
         } else {
-            return input_error{field_name(prefix, key), fmt::format("is not a known field of a {}", what)};
+            return input_error{detail::field_path(prefix, key), fmt::format("is not a known field of a {}", what)};
         }
     }
-    if (!have_node) return input_error{field_name(prefix, "node_id"), "is required"};
+    if (!have_node) return input_error{detail::field_path(prefix, "node_id"), "is required"};
     return q;
 }
 
@@ -354,11 +349,11 @@ std::variant<set_term, input_error> parse_set_operation(simdjson::dom::object fi
         if (key == "op") {
             const std::string_view op = value.is_string() ? value.get_string().value_unsafe() : "";
             if (op != "intersect" && op != "union" && op != "difference") {
-                return input_error{field_name(prefix, "op"), "must be \"intersect\", \"union\" or \"difference\""};
+                return input_error{detail::field_path(prefix, "op"), "must be \"intersect\", \"union\" or \"difference\""};
             }
             t.op = std::string(op);
         } else if (key == "queries") {
-            const auto field = field_name(prefix, "queries");
+            const auto field = detail::field_path(prefix, "queries");
             if (!value.is_array()) return input_error{field, "must be an array of single-node queries or nested operations"};
             const auto arr = value.get_array().value_unsafe();
             if (arr.size() == 0) return input_error{field, "must not be empty"};
@@ -370,13 +365,13 @@ std::variant<set_term, input_error> parse_set_operation(simdjson::dom::object fi
                 t.operands.push_back(std::move(std::get<set_term>(sub)));
             }
         } else if (depth > 1) {
-            return input_error{field_name(prefix, key), "is not a known field of a nested set operation (op, queries)"};
+            return input_error{detail::field_path(prefix, key), "is not a known field of a nested set operation (op, queries)"};
         }
     }
-    if (t.op.empty()) return input_error{field_name(prefix, "op"), "is required"};
-    if (!have_queries) return input_error{field_name(prefix, "queries"), "is required"};
+    if (t.op.empty()) return input_error{detail::field_path(prefix, "op"), "is required"};
+    if (!have_queries) return input_error{detail::field_path(prefix, "queries"), "is required"};
     if (t.op == "difference" && t.operands.size() < 2) {
-        return input_error{field_name(prefix, "queries"), "a difference needs at least 2 queries (the first minus the others)"};
+        return input_error{detail::field_path(prefix, "queries"), "a difference needs at least 2 queries (the first minus the others)"};
     }
     return t;
 }

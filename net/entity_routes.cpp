@@ -29,7 +29,7 @@ namespace asio = boost::asio;
 using detail::bad_field;
 
 constexpr std::string_view write_params[] = {"wait", "timeout_ms", "ts"};
-constexpr std::string_view read_params[] = {"after", "timeout_ms"};
+constexpr std::string_view entity_read_params[] = {"after", "timeout_ms"};
 constexpr std::uint64_t ts_future_ms_max = 3'600'000;
 
 const core::entity_config& config_of(const gateway& gw) {
@@ -106,7 +106,7 @@ asio::awaitable<response> async_get(gateway& gw, route_context& ctx) {
     auto path = parse_path(gw, ctx);
     if (auto* r = std::get_if<response>(&path)) co_return std::move(*r);
     const auto& p = std::get<entity_path>(path);
-    if (auto e = detail::unknown_query_param(ctx.query, read_params)) co_return bad_field(req, e->field, e->detail);
+    if (auto e = detail::unknown_query_param(ctx.query, entity_read_params)) co_return bad_field(req, e->field, e->detail);
     auto w = detail::parse_wait_params(ctx, gw);
     if (auto* e = std::get_if<input_error>(&w)) co_return bad_field(req, e->field, e->detail);
     const auto query = [&](shards::mariadb_conn& c) -> asio::awaitable<core::result<std::optional<shards::stored_entity>>> {

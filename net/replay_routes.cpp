@@ -61,7 +61,7 @@ struct replay_filter {
     bool include_expired_counters = false;
 };
 
-std::string_view op_name(const core::op& o) {
+std::string_view replay_op_name(const core::op& o) {
     return std::visit(
         [](const auto& b) -> std::string_view {
             using T = std::decay_t<decltype(b)>;
@@ -105,7 +105,7 @@ bool matches(const replay_filter& f, const core::shard_map& map, std::uint64_t s
              const core::op& o) {
     if (seq < f.from_seq || seq > f.to_seq || append_ms < f.since_ms || append_ms > f.until_ms) return false;
     if (f.model && o.kind() != *f.model) return false;
-    if (f.name && op_name(o) != *f.name) return false;
+    if (f.name && replay_op_name(o) != *f.name) return false;
     if (f.key && !key_matches(o, *f.key)) return false;
     return !f.shard || shards::touches_shard(o, map, *f.shard);
 }

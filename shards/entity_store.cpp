@@ -28,7 +28,7 @@ constexpr std::string_view create_entities_sql = R"(CREATE TABLE IF NOT EXISTS e
 constexpr std::string_view entity_columns = "kind, id, ts, deleted, body";
 
 // Kinds are checked (core::valid_entity_kind); byte values go as hex literals.
-void append_hex(std::string& sql, std::string_view bytes) {
+void append_entity_hex(std::string& sql, std::string_view bytes) {
     sql += "X'";
     for (unsigned char c : bytes) fmt::format_to(std::back_inserter(sql), "{:02x}", c);
     sql += '\'';
@@ -92,9 +92,9 @@ asio::awaitable<core::result<void>> async_write_entities(mariadb_conn& conn,
     for (const auto& [key, _] : by_key) {
         sql += first ? "(" : ",(";
         first = false;
-        append_hex(sql, key.first);
+        append_entity_hex(sql, key.first);
         sql += ',';
-        append_hex(sql, key.second);
+        append_entity_hex(sql, key.second);
         sql += ')';
     }
     sql += ") FOR UPDATE";
@@ -117,11 +117,11 @@ asio::awaitable<core::result<void>> async_write_entities(mariadb_conn& conn,
         }
         if (it != rows.end() && *best == it->second) continue;
         upsert += changed++ ? ",(" : "(";
-        append_hex(upsert, best->kind);
+        append_entity_hex(upsert, best->kind);
         upsert += ',';
-        append_hex(upsert, best->id);
+        append_entity_hex(upsert, best->id);
         fmt::format_to(std::back_inserter(upsert), ",{},{},", best->ts, best->deleted ? 1 : 0);
-        append_hex(upsert, best->body);
+        append_entity_hex(upsert, best->body);
         upsert += ')';
     }
     if (changed == 0) co_return core::success();
@@ -136,11 +136,11 @@ asio::awaitable<core::result<std::vector<std::optional<stored_entity>>>> async_g
     std::vector<std::optional<stored_entity>> out(ids.size());
     if (ids.empty()) co_return out;
     std::string sql = fmt::format("SELECT {} FROM entities WHERE kind = ", entity_columns);
-    append_hex(sql, kind);
+    append_entity_hex(sql, kind);
     sql += " AND id IN (";
     for (std::size_t i = 0; i < ids.size(); ++i) {
         if (i) sql += ',';
-        append_hex(sql, ids[i]);
+        append_entity_hex(sql, ids[i]);
     }
     sql += ')';
     auto found = co_await async_entities_of(conn, sql);
@@ -156,10 +156,10 @@ asio::awaitable<core::result<std::vector<std::optional<stored_entity>>>> async_g
 asio::awaitable<core::result<std::vector<stored_entity>>> async_scan_entities_by_updated(
     mariadb_conn& conn, std::string kind, std::optional<std::pair<std::uint64_t, std::string>> before, std::size_t limit) {
     std::string sql = fmt::format("SELECT {} FROM entities WHERE kind = ", entity_columns);
-    append_hex(sql, kind);
+    append_entity_hex(sql, kind);
     if (before) {
         fmt::format_to(std::back_inserter(sql), " AND (ts < {} OR (ts = {} AND id < ", before->first, before->first);
-        append_hex(sql, before->second);
+        append_entity_hex(sql, before->second);
         sql += "))";
     }
     fmt::format_to(std::back_inserter(sql), " ORDER BY ts DESC, id DESC LIMIT {}", limit);
@@ -168,7 +168,7 @@ asio::awaitable<core::result<std::vector<stored_entity>>> async_scan_entities_by
 
 asio::awaitable<core::result<std::uint64_t>> async_count_entities(mariadb_conn& conn, std::string kind) {
     std::string sql = "SELECT COUNT(*) FROM entities WHERE kind = ";
-    append_hex(sql, kind);
+    append_entity_hex(sql, kind);
     auto r = co_await conn.async_query(sql);
     if (!r) co_return r.error();
     co_return r.value().uint64_at(0, 0);

@@ -88,7 +88,7 @@ run_report once_report(const bench_config& cfg, std::string unit, std::uint32_t 
     return r;
 }
 
-run_report failed(run_report r, std::string why) {
+run_report scenario_failed(run_report r, std::string why) {
     r.status = run_status::failed;
     r.note = std::move(why);
     return r;
@@ -368,19 +368,19 @@ run_report run_load_scenario(const bench_config& cfg, bool needs_schema, std::fu
     std::unique_ptr<shard_pools> pools;
     if (!cfg.shards.empty()) pools = std::make_unique<shard_pools>(ioc.get_executor(), cfg, cfg.load.concurrency + 1);
     if (needs_schema) {
-        if (!pools) return failed(r, "needs --shards");
+        if (!pools) return scenario_failed(r, "needs --shards");
         core::result<void> s = core::errc::timeout;
         asio::co_spawn(
             ioc, [&]() -> asio::awaitable<void> { s = co_await async_ensure_schema(*pools); },
             core::log_task_end{"bench-schema"});
         ioc.run();
         ioc.restart();
-        if (!s) return failed(r, "cannot create the edge schema on the shards: " + s.error().message());
+        if (!s) return scenario_failed(r, "cannot create the edge schema on the shards: " + s.error().message());
     }
     auto lr = run_load(ioc, cfg.load,
                        [&](asio::any_io_executor ex, std::uint32_t i) { return make(std::move(ex), pools.get(), i); }, r);
     if (!lr) return r;
-    if (r.ops == 0) return failed(r, "no operation succeeded: " + r.first_error);
+    if (r.ops == 0) return scenario_failed(r, "no operation succeeded: " + r.first_error);
     return r;
 }
 
@@ -405,7 +405,7 @@ run_report run_write(const bench_config& cfg) {
         r.extra["edges_per_request"] = cfg.batch;
         return r;
     }
-    if (cfg.shards.empty()) return failed(base_report(cfg), "--target direct needs --shards");
+    if (cfg.shards.empty()) return scenario_failed(base_report(cfg), "--target direct needs --shards");
     auto r = run_load_scenario(cfg, true, [&cfg](asio::any_io_executor, shard_pools* p, std::uint32_t i) {
         return std::make_unique<direct_write_worker>(*p, cfg, i);
     });
@@ -496,8 +496,8 @@ private:
 };
 
 run_report run_get(const bench_config& cfg) {
-    if (cfg.shards.empty()) return failed(base_report(cfg), "get needs --shards (to preload the edges it reads)");
-    if (cfg.preload == 0) return failed(base_report(cfg), "get needs --preload > 0");
+    if (cfg.shards.empty()) return scenario_failed(base_report(cfg), "get needs --shards (to preload the edges it reads)");
+    if (cfg.preload == 0) return scenario_failed(base_report(cfg), "get needs --preload > 0");
     const std::string graph = cfg.graph.empty() ? "bench_get" : cfg.graph;
     {
         // Preload straight into the shards (idempotent: the same rows and ts every time).
@@ -518,7 +518,7 @@ run_report run_get(const bench_config& cfg) {
             },
             core::log_task_end{"bench-preload"});
         ioc.run();
-        if (!s) return failed(base_report(cfg), "preloading the edges failed: " + s.error().message());
+        if (!s) return scenario_failed(base_report(cfg), "preloading the edges failed: " + s.error().message());
     }
     if (cfg.target == "cairn-ws") {
         ws_conns conns(cfg);
@@ -677,7 +677,7 @@ private:
 };
 
 run_report run_page(const bench_config& cfg) {
-    if (cfg.shards.empty()) return failed(base_report(cfg), "page needs --shards (to preload the edges it reads)");
+    if (cfg.shards.empty()) return scenario_failed(base_report(cfg), "page needs --shards (to preload the edges it reads)");
     const std::string graph = cfg.graph.empty() ? "bench_page" : cfg.graph;
     const std::uint64_t per_node = page_node_edges(cfg);
     const std::uint64_t n = page_nodes(cfg) * per_node;
@@ -686,7 +686,7 @@ run_report run_page(const bench_config& cfg) {
             p, graph, n, drain_batch_edges, [per_node](std::uint64_t i) { return i / per_node + 1; },
             [](std::uint64_t i) { return i + page_destination_offset; }, direct_ts(1, 0));
     });
-    if (!err.empty()) return failed(base_report(cfg), "preloading the edges failed: " + err);
+    if (!err.empty()) return scenario_failed(base_report(cfg), "preloading the edges failed: " + err);
     run_report r;
     if (cfg.target == "cairn-http") {
         r = run_load_scenario(cfg, false, [&cfg, &graph](asio::any_io_executor ex, shard_pools*, std::uint32_t i) {
@@ -753,7 +753,7 @@ private:
 };
 
 run_report run_count(const bench_config& cfg) {
-    if (cfg.shards.empty()) return failed(base_report(cfg), "count needs --shards (to preload the node it counts)");
+    if (cfg.shards.empty()) return scenario_failed(base_report(cfg), "count needs --shards (to preload the node it counts)");
     const std::uint64_t n = cfg.node_edges ? cfg.node_edges : 1'000'000;
     const std::string graph = cfg.graph.empty() ? fmt::format("bench_count_{}", n) : cfg.graph;
     // Node 1 gets n forward edges and the count row cairn's apply would keep; the count row is
@@ -779,7 +779,7 @@ run_report run_count(const bench_config& cfg) {
             graph, n);
         co_return co_await l2.value()->async_execute(sql);
     });
-    if (!err.empty()) return failed(base_report(cfg), "preloading the node failed: " + err);
+    if (!err.empty()) return scenario_failed(base_report(cfg), "preloading the node failed: " + err);
     run_report r;
     if (cfg.target == "cairn-http") {
         r = run_load_scenario(cfg, false, [&cfg, &graph](asio::any_io_executor ex, shard_pools*, std::uint32_t) {
@@ -948,19 +948,19 @@ run_report run_drain(const bench_config& cfg) {
     const std::string nonce = run_nonce();
     if (cfg.target == "cairn-ws") return not_measurable(cfg, "drain does not depend on the client API; use cairn-http");
     if (cfg.target == "cairn-http") {
-        if (cfg.cairnd_binary.empty() || cfg.cairnd_config.empty()) return failed(r, "drain needs --cairnd and --cairnd-config");
+        if (cfg.cairnd_binary.empty() || cfg.cairnd_config.empty()) return scenario_failed(r, "drain needs --cairnd and --cairnd-config");
         const std::string dir = work_dir_of(cfg);
         const std::string graph = cfg.graph.empty() ? "drain_c" + nonce : cfg.graph;
         auto b = prepare_backlog(cfg, dir, "drain", graph);
-        if (!b.error.empty()) return failed(r, b.error);
+        if (!b.error.empty()) return scenario_failed(r, b.error);
         // Restart with apply on: the workers drain the backlog; /readyz?verbose shows the lag.
-        if (auto s = b.child->spawn(false); !s) return failed(r, "cannot restart cairnd: " + s.error().message());
+        if (auto s = b.child->spawn(false); !s) return scenario_failed(r, "cannot restart cairnd: " + s.error().message());
         const auto t0 = clock_type::now();
         auto ready = b.child->wait_ready(60s);
-        if (!ready) return failed(r, "cairnd did not become ready after the restart: " + ready.error().message());
+        if (!ready) return scenario_failed(r, "cairnd did not become ready after the restart: " + ready.error().message());
         r.extra["ready_ms"] = std::chrono::duration<double, std::milli>(ready.value()).count();
         if (auto d = wait_drained(*b.child, 30min); !d) {
-            return failed(r, d.error() == core::errc::timeout ? std::string("the backlog did not drain within 30 minutes")
+            return scenario_failed(r, d.error() == core::errc::timeout ? std::string("the backlog did not drain within 30 minutes")
                                                                : "cairnd exited while draining; see " + b.child->spec().log_path);
         }
         const auto took = std::chrono::duration<double>(clock_type::now() - t0).count();
@@ -974,7 +974,7 @@ run_report run_drain(const bench_config& cfg) {
         r.note = "rows/s from the restart with apply on until every shard's lag is 0 (2 rows per edge, with counts)";
         return r;
     }
-    if (cfg.shards.empty()) return failed(r, "--target direct needs --shards");
+    if (cfg.shards.empty()) return scenario_failed(r, "--target direct needs --shards");
     asio::io_context ioc;
     shard_pools p(ioc.get_executor(), cfg, 2);
     core::result<void> s = core::errc::timeout;
@@ -997,7 +997,7 @@ run_report run_drain(const bench_config& cfg) {
         },
         core::log_task_end{"bench-drain-direct"});
     ioc.run();
-    if (!s) return failed(r, "direct upserts failed: " + s.error().message());
+    if (!s) return scenario_failed(r, "direct upserts failed: " + s.error().message());
     r.ops = 2 * cfg.backlog;
     r.duration_s = took;
     finish_throughput(r);
@@ -1050,14 +1050,14 @@ run_report run_feed(const bench_config& cfg) {
     run_report r = once_report(cfg, "ops", 1, "backlog_edges");
     const std::string nonce = run_nonce();
     if (cfg.target == "cairn-http" || cfg.target == "cairn-ws") {
-        if (cfg.cairnd_binary.empty() || cfg.cairnd_config.empty()) return failed(r, "feed needs --cairnd and --cairnd-config");
+        if (cfg.cairnd_binary.empty() || cfg.cairnd_config.empty()) return scenario_failed(r, "feed needs --cairnd and --cairnd-config");
         const std::string dir = work_dir_of(cfg);
         const std::string graph = cfg.graph.empty() ? "feed_c" + nonce : cfg.graph;
         auto b = prepare_backlog(cfg, dir, "feed", graph);
-        if (!b.error.empty()) return failed(r, b.error);
-        if (auto s = b.child->spawn(false); !s) return failed(r, "cannot restart cairnd: " + s.error().message());
-        if (auto ready = b.child->wait_ready(60s); !ready) return failed(r, "cairnd did not become ready: " + ready.error().message());
-        if (auto d = wait_drained(*b.child, 30min); !d) return failed(r, "the backlog did not drain: " + d.error().message());
+        if (!b.error.empty()) return scenario_failed(r, b.error);
+        if (auto s = b.child->spawn(false); !s) return scenario_failed(r, "cannot restart cairnd: " + s.error().message());
+        if (auto ready = b.child->wait_ready(60s); !ready) return scenario_failed(r, "cairnd did not become ready: " + ready.error().message());
+        if (auto d = wait_drained(*b.child, 30min); !d) return scenario_failed(r, "the backlog did not drain: " + d.error().message());
         // A fresh journal: the backlog's ops are seqs 1..backlog.
         const auto t0 = clock_type::now();
         core::result<std::uint64_t> got = core::errc::timeout;
@@ -1078,8 +1078,8 @@ run_report run_feed(const bench_config& cfg) {
         b.child->stop();
         std::error_code fs_ec;
         std::filesystem::remove_all(b.child->spec().journal_dir, fs_ec);
-        if (!got) return failed(r, "reading the feed failed: " + got.error().message());
-        if (got.value() != cfg.backlog) return failed(r, fmt::format("the feed delivered {} of {} ops", got.value(), cfg.backlog));
+        if (!got) return scenario_failed(r, "reading the feed failed: " + got.error().message());
+        if (got.value() != cfg.backlog) return scenario_failed(r, fmt::format("the feed delivered {} of {} ops", got.value(), cfg.backlog));
         r.ops = got.value();
         r.duration_s = took;
         finish_throughput(r);
@@ -1088,7 +1088,7 @@ run_report run_feed(const bench_config& cfg) {
                      : fmt::format("one SUBSCRIBE /v1/feed from seq 0 to the end, {} ops per pushed page", feed_page_ops);
         return r;
     }
-    if (cfg.shards.empty()) return failed(r, "--target direct needs --shards");
+    if (cfg.shards.empty()) return scenario_failed(r, "--target direct needs --shards");
     asio::io_context ioc;
     shard_pools p(ioc.get_executor(), cfg, 1);
     core::result<std::uint64_t> got = core::errc::timeout;
@@ -1140,8 +1140,8 @@ run_report run_feed(const bench_config& cfg) {
         },
         core::log_task_end{"bench-feed-direct"});
     ioc.run();
-    if (!got) return failed(r, "direct reads failed: " + got.error().message());
-    if (got.value() != backlog) return failed(r, fmt::format("direct read {} of {} rows", got.value(), backlog));
+    if (!got) return scenario_failed(r, "direct reads failed: " + got.error().message());
+    if (got.value() != backlog) return scenario_failed(r, fmt::format("direct read {} of {} rows", got.value(), backlog));
     r.ops = got.value();
     r.duration_s = took;
     finish_throughput(r);
@@ -1169,7 +1169,7 @@ run_report run_sustained(const bench_config& cfg) {
         r.scenario = cfg.scenario;
         r.target = cfg.target;
         r.concurrency = cfg.load.concurrency;
-        return failed(r, "cannot clear the gone gateways' node id leases on shard 0: " + f.error().message());
+        return scenario_failed(r, "cannot clear the gone gateways' node id leases on shard 0: " + f.error().message());
     }
     return run_sustained_cairn(cfg, work_dir_of(cfg), [](asio::any_io_executor ex, const bench_config& c, std::uint32_t i) {
         return std::make_unique<http_write_worker>(std::move(ex), c, i);
@@ -1182,20 +1182,20 @@ run_report run_restart(const bench_config& cfg) {
         return not_measurable(cfg, "no direct baseline: MariaDB has no journal to recover (target: ready within 2 s)");
     }
     if (cfg.target == "cairn-ws") return not_measurable(cfg, "restart does not depend on the client API; use cairn-http");
-    if (cfg.cairnd_binary.empty() || cfg.cairnd_config.empty()) return failed(r, "restart needs --cairnd and --cairnd-config");
+    if (cfg.cairnd_binary.empty() || cfg.cairnd_config.empty()) return scenario_failed(r, "restart needs --cairnd and --cairnd-config");
     const std::string dir = work_dir_of(cfg);
     auto b = prepare_backlog(cfg, dir, "restart", cfg.graph.empty() ? "restart_" + run_nonce() : cfg.graph);
-    if (!b.error.empty()) return failed(r, b.error);
+    if (!b.error.empty()) return scenario_failed(r, b.error);
     double total_s = 0;
     for (std::uint32_t i = 0; i < std::max<std::uint32_t>(1, cfg.restarts); ++i) {
         // Paused, so that every restart finds the whole backlog unapplied.
-        if (auto s = b.child->spawn(true); !s) return failed(r, "cannot restart cairnd: " + s.error().message());
+        if (auto s = b.child->spawn(true); !s) return scenario_failed(r, "cannot restart cairnd: " + s.error().message());
         auto ready = b.child->wait_ready(60s, 2ms);
-        if (!ready) return failed(r, "cairnd did not become ready: " + ready.error().message());
+        if (!ready) return scenario_failed(r, "cairnd did not become ready: " + ready.error().message());
         r.latency_ns.record(static_cast<std::uint64_t>(ready.value().count()));
         total_s += std::chrono::duration<double>(ready.value()).count();
         ++r.ops;
-        if (const int code = b.child->stop(); code != 0) return failed(r, fmt::format("cairnd exited with {}", code));
+        if (const int code = b.child->stop(); code != 0) return scenario_failed(r, fmt::format("cairnd exited with {}", code));
     }
     std::error_code fs_ec;
     std::filesystem::remove_all(b.child->spec().journal_dir, fs_ec);
@@ -1277,8 +1277,8 @@ asio::awaitable<core::result<std::uint64_t>> async_move_half_direct(shards::mari
 
 run_report run_split_copy(const bench_config& cfg) {
     run_report r = once_report(cfg, "rows", 1, "source_edges");
-    if (cfg.shards.size() < 2) return failed(r, "split_copy needs --shards with two shards: the source and the target");
-    if (cfg.backlog == 0 || cfg.backlog > 100'000'000) return failed(r, "split_copy needs --backlog between 1 and 100,000,000");
+    if (cfg.shards.size() < 2) return scenario_failed(r, "split_copy needs --shards with two shards: the source and the target");
+    if (cfg.backlog == 0 || cfg.backlog > 100'000'000) return scenario_failed(r, "split_copy needs --backlog between 1 and 100,000,000");
     const auto half = core::shard_map::equal_ranges(1).split(0).value().range_of(1);
     asio::io_context ioc;
     core::result<void> outcome = core::success();
@@ -1360,7 +1360,7 @@ run_report run_split_copy(const bench_config& cfg) {
             }
         });
     ioc.run();
-    if (!outcome) return failed(r, fmt::format("split_copy failed: {} ({})", outcome.error().message(), r.first_error));
+    if (!outcome) return scenario_failed(r, fmt::format("split_copy failed: {} ({})", outcome.error().message(), r.first_error));
     r.duration_s = took;
     finish_throughput(r);
     r.note = cfg.target == "direct"
@@ -1400,12 +1400,12 @@ const std::vector<scenario_def>& scenarios() {
 
 run_report run_scenario(const bench_config& cfg) {
     if (std::find(targets().begin(), targets().end(), cfg.target) == targets().end()) {
-        return failed(base_report(cfg), "unknown target " + cfg.target);
+        return scenario_failed(base_report(cfg), "unknown target " + cfg.target);
     }
     for (const auto& s : scenarios()) {
         if (s.name == cfg.scenario) return s.run(cfg);
     }
-    return failed(base_report(cfg), "unknown scenario " + cfg.scenario);
+    return scenario_failed(base_report(cfg), "unknown scenario " + cfg.scenario);
 }
 
 }  // namespace cairn::bench

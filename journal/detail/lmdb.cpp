@@ -32,19 +32,19 @@ env& env::operator=(env&& o) noexcept {
     return *this;
 }
 
-core::result<env> env::open(const std::string& path, std::uint64_t map_bytes, unsigned dbs_max,
+core::result<env> env::open(const std::string& path, std::uint64_t map_bytes, unsigned max_dbs,
                             unsigned readers_max) {
     MDB_env* raw = nullptr;
     if (int rc = mdb_env_create(&raw); rc != 0) return lmdb_error(rc);
     env e(raw);  // mdb_env_close must run even when mdb_env_open fails.
     if (int rc = mdb_env_set_mapsize(raw, static_cast<std::size_t>(map_bytes)); rc != 0) return lmdb_error(rc);
-    if (int rc = mdb_env_set_maxdbs(raw, dbs_max); rc != 0) return lmdb_error(rc);
+    if (int rc = mdb_env_set_maxdbs(raw, max_dbs); rc != 0) return lmdb_error(rc);
     if (int rc = mdb_env_set_maxreaders(raw, readers_max); rc != 0) return lmdb_error(rc);
     if (int rc = mdb_env_open(raw, path.c_str(), env_flags, 0640); rc != 0) return lmdb_error(rc);
     return e;
 }
 
-core::result<env> env::open_read_only(const std::string& path, unsigned dbs_max, unsigned readers_max) {
+core::result<env> env::open_read_only(const std::string& path, unsigned max_dbs, unsigned readers_max) {
     // No data.mdb, no journal: say so before mdb_env_open, which would leave a lock.mdb behind.
     std::error_code fs_ec;
     if (!std::filesystem::is_regular_file(std::filesystem::path(path) / "data.mdb", fs_ec)) {
@@ -53,7 +53,7 @@ core::result<env> env::open_read_only(const std::string& path, unsigned dbs_max,
     MDB_env* raw = nullptr;
     if (int rc = mdb_env_create(&raw); rc != 0) return lmdb_error(rc);
     env e(raw);
-    if (int rc = mdb_env_set_maxdbs(raw, dbs_max); rc != 0) return lmdb_error(rc);
+    if (int rc = mdb_env_set_maxdbs(raw, max_dbs); rc != 0) return lmdb_error(rc);
     if (int rc = mdb_env_set_maxreaders(raw, readers_max); rc != 0) return lmdb_error(rc);
     if (int rc = mdb_env_open(raw, path.c_str(), env_flags_read_only, 0640); rc != 0) {
         if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH) return core::errc::journal_corrupt;

@@ -54,13 +54,13 @@ public:
 
     // Creates and opens an environment in directory path (which must exist) with env_flags.
     [[nodiscard]] static core::result<env> open(const std::string& path, std::uint64_t map_bytes,
-                                                unsigned dbs_max, unsigned readers_max);
+                                                unsigned max_dbs, unsigned readers_max);
 
     // Opens the environment in directory path with env_flags_read_only and takes no flock, so it
     // works while the journal's owner (in another process) holds it and after the owner died.
     // Errors: errc::not_found (no data.mdb in path), errc::journal_corrupt (LMDB refuses the
     // file), LMDB errors.
-    [[nodiscard]] static core::result<env> open_read_only(const std::string& path, unsigned dbs_max,
+    [[nodiscard]] static core::result<env> open_read_only(const std::string& path, unsigned max_dbs,
                                                           unsigned readers_max);
 
     MDB_env* get() const noexcept { return e_; }

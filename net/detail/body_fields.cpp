@@ -9,13 +9,13 @@
 namespace cairn::net::detail {
 
 namespace {
-constexpr std::size_t json_depth_max = 8;
+constexpr std::size_t body_fields_depth_max = 8;
 }
 
 std::optional<input_error> body_fields::parse(std::string_view body, std::span<const std::string_view> known) {
     thread_local simdjson::dom::parser parser(64 * 1024);
-    if (parser.max_depth() != json_depth_max) {
-        if (parser.allocate(64 * 1024, json_depth_max) != simdjson::SUCCESS) return input_error{"body", "cannot be parsed"};
+    if (parser.max_depth() != body_fields_depth_max) {
+        if (parser.allocate(64 * 1024, body_fields_depth_max) != simdjson::SUCCESS) return input_error{"body", "cannot be parsed"};
     }
     if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return std::nullopt;
     simdjson::dom::element root;

@@ -23,4 +23,8 @@ std::optional<input_error> parse_json(std::string_view body, simdjson::dom::elem
     return std::nullopt;
 }
 
+std::string field_path(std::string_view prefix, std::string_view key) {
+    return prefix.empty() ? std::string(key) : fmt::format("{}.{}", prefix, key);
+}
+
 }  // namespace cairn::net::detail

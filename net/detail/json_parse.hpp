@@ -7,6 +7,7 @@
 #include <simdjson.h>
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace cairn::net::detail {
@@ -17,5 +18,8 @@ inline constexpr std::size_t json_depth_max = 12;
 
 // Parses body into root (valid until this thread parses again), or says why it is not JSON.
 std::optional<input_error> parse_json(std::string_view body, simdjson::dom::element& root);
+
+// The name an input_error gives a member: "prefix.key", or key when the member is at the top.
+std::string field_path(std::string_view prefix, std::string_view key);
 
 }  // namespace cairn::net::detail

@@ -34,7 +34,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::string db = "cairn_fault_split";
+const std::string split_outage_db = "cairn_fault_split";
 const std::string db_n = "cairn_fault_split_n";
 
 std::string state_of(std::uint16_t port, std::uint64_t* rows_done = nullptr) {
@@ -65,7 +65,7 @@ TEST(split_outage, a_split_whose_new_shard_stops_during_the_copy_copies_again_an
     ASSERT_TRUE(servers.started()) << "scripts/shards start --count 2 failed";
     const auto a = servers.server(0);
     const auto b = servers.server(1);
-    ASSERT_EQ(fresh_split_databases(servers, db, db_n), "");
+    ASSERT_EQ(fresh_split_databases(servers, split_outage_db, db_n), "");
 
     const auto keys = pick_split_keys(20, 40);
     const auto& three = keys.three;
@@ -83,7 +83,7 @@ TEST(split_outage, a_split_whose_new_shard_stops_during_the_copy_copies_again_an
     };
 
     cairnd_options o;
-    o.database = db;
+    o.database = split_outage_db;
     o.shards = {a, b};
     o.journal_dir = make_temp_dir("cairn-split-outage");
     {
@@ -148,7 +148,7 @@ TEST(split_outage, a_split_whose_new_shard_stops_during_the_copy_copies_again_an
     }
     ASSERT_GT(want_upper.size(), 80u) << "writes of the moved half during the split";
     EXPECT_EQ(forward_edges(b, db_n), want_upper) << "the new shard holds exactly the moved half";
-    EXPECT_EQ(forward_edges(a, db), want_lower) << "shard 0 keeps the lower half, and cleaning deleted the moved half there";
+    EXPECT_EQ(forward_edges(a, split_outage_db), want_lower) << "shard 0 keeps the lower half, and cleaning deleted the moved half there";
     EXPECT_EQ(gw.terminate(), 0) << gw.log_tail();
 }
 

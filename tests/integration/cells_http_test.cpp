@@ -16,15 +16,15 @@ namespace {
 
 using json = nlohmann::json;
 const std::string alice = "6f1c2a4e-0b3d-4c5e-8f70-91a2b3c4d5e6";
-const std::string acme = "00000000000000000000000000000a11";
+const std::string cells_acme = "00000000000000000000000000000a11";
 
-std::string example_toml() { return repo_file("docs/examples/cells.toml"); }
+std::string cells_example_toml() { return repo_file("docs/examples/cells.toml"); }
 
 class cells_http : public cairnd_test {
 protected:
     void start(const std::string& db) {
         cairnd_options o;
-        o.extra_toml = example_toml();
+        o.extra_toml = cells_example_toml();
         ASSERT_FALSE(o.extra_toml.empty()) << "docs/examples/cells.toml not found";
         start_cairnd(db, std::move(o));
     }
@@ -52,14 +52,14 @@ TEST_F(cells_http, users_companies_and_schools_as_immutable_versioned_cells) {
     // A user's BASE column in two versions, a status column, and a company.
     ASSERT_EQ(post("users", fmt::format(R"({{"cells": [
         {{"row_key": "{0}", "column": "BASE", "ref_key": 1, "body": {{"username": "alice", "email": "alice@example.com"}}}},
-        {{"row_key": "{0}", "column": "BASE", "ref_key": 2, "body": {{"username": "alice", "email": "alice@acme.example", "phone": "+1 555 0100"}}}},
+        {{"row_key": "{0}", "column": "BASE", "ref_key": 2, "body": {{"username": "alice", "email": "alice@cells_acme.example", "phone": "+1 555 0100"}}}},
         {{"row_key": "{0}", "column": "status", "ref_key": 1, "body": {{"active": true, "score": 4.5, "tags": ["a", null]}}}}]}})",
                                         alice), &answer), 202) << answer;
-    ASSERT_EQ(post("companies", fmt::format(R"({{"row_key": "{}", "column": "BASE", "ref_key": 1, "body": {{"name": "Acme", "domain": "acme.example"}}}})", acme), &answer), 202) << answer;
+    ASSERT_EQ(post("companies", fmt::format(R"({{"row_key": "{}", "column": "BASE", "ref_key": 1, "body": {{"name": "Acme", "domain": "cells_acme.example"}}}})", cells_acme), &answer), 202) << answer;
 
     auto latest = get(fmt::format("/v1/cells/users/{}/BASE", alice));
     EXPECT_EQ(latest["ref_key"], 2);
-    EXPECT_EQ(latest["body"]["email"], "alice@acme.example");
+    EXPECT_EQ(latest["body"]["email"], "alice@cells_acme.example");
     EXPECT_EQ(latest["row_key"], alice);
     auto first = get(fmt::format("/v1/cells/users/{}/BASE/1", alice));
     EXPECT_EQ(first["body"], json::parse(R"({"email": "alice@example.com", "username": "alice"})"));
@@ -68,8 +68,8 @@ TEST_F(cells_http, users_companies_and_schools_as_immutable_versioned_cells) {
     EXPECT_EQ(row["columns"][0]["column"], "BASE");
     EXPECT_EQ(row["columns"][0]["ref_key"], 2);
     EXPECT_EQ(row["columns"][1]["body"], json::parse(R"({"active": true, "score": 4.5, "tags": ["a", null]})"));
-    auto company = get(fmt::format("/v1/cells/companies/{}/BASE", acme));
-    EXPECT_EQ(company["body"]["domain"], "acme.example");
+    auto company = get(fmt::format("/v1/cells/companies/{}/BASE", cells_acme));
+    EXPECT_EQ(company["body"]["domain"], "cells_acme.example");
 
     // Versions, newest first, one per page.
     auto page = get(fmt::format("/v1/cells/users/{}/BASE/versions?limit=1", alice));
@@ -90,8 +90,8 @@ TEST_F(cells_http, users_companies_and_schools_as_immutable_versioned_cells) {
     EXPECT_EQ(first["body"]["username"], "alice");
     // A large body is stored compressed and reads back whole.
     const std::string bio(5000, 'z');
-    ASSERT_EQ(post("schools", fmt::format(R"({{"row_key": "{}", "column": "BASE", "ref_key": 1, "body": {{"name": "MIT", "bio": "{}"}}}})", acme, bio), &answer), 202) << answer;
-    EXPECT_EQ(get(fmt::format("/v1/cells/schools/{}/BASE", acme))["body"]["bio"], bio);
+    ASSERT_EQ(post("schools", fmt::format(R"({{"row_key": "{}", "column": "BASE", "ref_key": 1, "body": {{"name": "MIT", "bio": "{}"}}}})", cells_acme, bio), &answer), 202) << answer;
+    EXPECT_EQ(get(fmt::format("/v1/cells/schools/{}/BASE", cells_acme))["body"]["bio"], bio);
     get(fmt::format("/v1/cells/users/{}/BASE/3", alice), 404);
 }
 

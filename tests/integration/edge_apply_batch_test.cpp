@@ -17,7 +17,7 @@
 namespace cairn::test {
 namespace {
 
-constexpr const char* db = "cairn_apply_batch";
+constexpr const char* apply_batch_db = "cairn_apply_batch";
 
 std::vector<core::op> edges(int n, core::edge_state state, std::uint64_t ts_base) {
     std::vector<core::op> out;
@@ -43,11 +43,11 @@ std::vector<const core::op*> ptrs(const std::vector<core::op>& ops) {
 struct one_shard {
     shard_endpoint shard = test_shards().at(0);
     boost::asio::io_context ioc;
-    shards::mariadb_conn conn{ioc.get_executor(), params_for(shard, db)};
+    shards::mariadb_conn conn{ioc.get_executor(), params_for(shard, apply_batch_db)};
     core::shard_map map = core::shard_map::equal_ranges(1);
 
     bool connect() {
-        fresh_edge_database(db);
+        fresh_edge_database(apply_batch_db);
         return static_cast<bool>(run_on(ioc, conn.async_connect()));
     }
 };
@@ -62,15 +62,15 @@ TEST(edge_apply_batch, a_big_batch_applies_exactly_and_idempotently) {
     const auto add_ptrs = ptrs(adds);
     for (int round = 0; round < 2; ++round) {  // the second round must change nothing
         ASSERT_TRUE(run_on(ioc, shards::async_apply_edges(conn, map, 0, add_ptrs)));
-        auto n = query_sql(shard, "SELECT COUNT(*), SUM(state = 0), SUM(direction) FROM edges", db);
+        auto n = query_sql(shard, "SELECT COUNT(*), SUM(state = 0), SUM(direction) FROM edges", apply_batch_db);
         ASSERT_TRUE(n);
         EXPECT_EQ(n.value().at(0), "3000\t3000\t1500") << "round " << round;
-        auto counts = query_sql(shard, "SELECT SUM(count), COUNT(*) FROM edge_counts WHERE state = 0", db);
+        auto counts = query_sql(shard, "SELECT SUM(count), COUNT(*) FROM edge_counts WHERE state = 0", apply_batch_db);
         ASSERT_TRUE(counts);
         // 7 sources forward + 1500 destinations backward, 3000 edges counted once each way.
         EXPECT_EQ(counts.value().at(0), "3000\t1507") << "round " << round;
     }
-    auto src1 = query_sql(shard, "SELECT count FROM edge_counts WHERE node_id = 1 AND direction = 0 AND state = 0", db);
+    auto src1 = query_sql(shard, "SELECT count FROM edge_counts WHERE node_id = 1 AND direction = 0 AND state = 0", apply_batch_db);
     ASSERT_TRUE(src1);
     EXPECT_EQ(src1.value().at(0), "215");  // i % 7 == 0 for i < 1500
 
@@ -79,12 +79,12 @@ TEST(edge_apply_batch, a_big_batch_applies_exactly_and_idempotently) {
     std::vector<core::op> half;
     for (std::size_t i = 0; i < removes.size(); i += 2) half.push_back(removes[i]);
     ASSERT_TRUE(run_on(ioc, shards::async_apply_edges(conn, map, 0, ptrs(half))));
-    auto by_state = query_sql(shard, "SELECT state, SUM(count) FROM edge_counts GROUP BY state ORDER BY state", db);
+    auto by_state = query_sql(shard, "SELECT state, SUM(count) FROM edge_counts GROUP BY state ORDER BY state", apply_batch_db);
     ASSERT_TRUE(by_state);
     ASSERT_EQ(by_state.value().size(), 2u);
     EXPECT_EQ(by_state.value().at(0), "0\t1500");
     EXPECT_EQ(by_state.value().at(1), "1\t1500");
-    auto rows_by_state = query_sql(shard, "SELECT state, COUNT(*) FROM edges GROUP BY state ORDER BY state", db);
+    auto rows_by_state = query_sql(shard, "SELECT state, COUNT(*) FROM edges GROUP BY state ORDER BY state", apply_batch_db);
     ASSERT_TRUE(rows_by_state);
     EXPECT_EQ(rows_by_state.value().at(0), "0\t1500");
     EXPECT_EQ(rows_by_state.value().at(1), "1\t1500");
@@ -118,12 +118,12 @@ TEST(edge_apply_batch, registers_are_looked_up_per_graph) {
         }
     }
     ASSERT_TRUE(run_on(ioc, shards::async_apply_edges(conn, map, 0, ptrs(ops))));
-    auto rows = query_sql(shard, "SELECT graph, state, COUNT(*) FROM edges GROUP BY graph, state ORDER BY graph, state", db);
+    auto rows = query_sql(shard, "SELECT graph, state, COUNT(*) FROM edges GROUP BY graph, state ORDER BY graph, state", apply_batch_db);
     ASSERT_TRUE(rows);
     // held: node 1's 550 edges, both directions, archived (state 2); node 2's stay normal.
     EXPECT_EQ(rows.value(), (std::vector<std::string>{"free\t0\t2200", "held\t0\t1100", "held\t2\t1100"}));
     auto counts = query_sql(
-        shard, "SELECT graph, state, SUM(count) FROM edge_counts GROUP BY graph, state ORDER BY graph, state", db);
+        shard, "SELECT graph, state, SUM(count) FROM edge_counts GROUP BY graph, state ORDER BY graph, state", apply_batch_db);
     ASSERT_TRUE(counts);
     EXPECT_EQ(counts.value(), (std::vector<std::string>{"free\t0\t2200", "held\t0\t1100", "held\t2\t1100"}));
 }
@@ -149,7 +149,7 @@ TEST(edge_apply_batch, old_node_registers_are_migrated_and_their_rows_recomputed
                           "PRIMARY KEY (graph, node_id)) ENGINE=InnoDB",
                           // node 1 archived at 200; node 5 removed at 150, then unarchived at 250
                           "INSERT INTO node_states VALUES ('mig', 1, 0, 200, 1), ('mig', 5, 150, 250, 0)"},
-                         db));
+                         apply_batch_db));
 
     ASSERT_TRUE(run_on(ioc, shards::async_create_edge_schema(conn)));
     auto ops = written;
@@ -172,10 +172,10 @@ TEST(edge_apply_batch, old_node_registers_are_migrated_and_their_rows_recomputed
         got_counts[{k.graph, k.node_id, static_cast<int>(k.direction), static_cast<int>(k.state)}] = n;
     }
     EXPECT_EQ(got_counts, model.counts);
-    auto regs = query_sql(shard, "SELECT node_id, direction, removed_ts, action_ts, action FROM node_registers ORDER BY 1, 2", db);
+    auto regs = query_sql(shard, "SELECT node_id, direction, removed_ts, action_ts, action FROM node_registers ORDER BY 1, 2", apply_batch_db);
     ASSERT_TRUE(regs);
     EXPECT_EQ(regs.value(), (std::vector<std::string>{"1\t0\t0\t200\t1", "1\t1\t0\t200\t1", "5\t0\t150\t250\t2", "5\t1\t150\t250\t2"}));
-    auto gone = query_sql(shard, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'node_states'", db);
+    auto gone = query_sql(shard, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'node_states'", apply_batch_db);
     ASSERT_TRUE(gone);
     EXPECT_EQ(gone.value().at(0), "0");
     ASSERT_TRUE(run_on(ioc, shards::async_create_edge_schema(conn)));  // nothing left: a no-op

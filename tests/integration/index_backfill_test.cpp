@@ -23,7 +23,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using json = nlohmann::json;
-const std::string db = "cairn_e2e_backfill";
+const std::string index_backfill_db = "cairn_e2e_backfill";
 constexpr int preloaded = 100'000;
 
 std::string id_hex(int i) { return fmt::format("{:032x}", 0x5000000 + i); }
@@ -60,7 +60,7 @@ void preload(const std::vector<shard_endpoint>& shards) {
     }
     for (std::size_t s = 0; s < shards.size(); ++s) {
         if (!statements[s].empty()) batches[s].push_back(std::move(statements[s]));
-        auto r = exec_sql(shards[s], batches[s], db);
+        auto r = exec_sql(shards[s], batches[s], index_backfill_db);
         ASSERT_TRUE(r) << r.error().message();
     }
 }
@@ -69,7 +69,7 @@ void preload(const std::vector<shard_endpoint>& shards) {
 std::set<std::pair<std::string, std::string>> live_links(const std::vector<shard_endpoint>& shards) {
     std::set<std::pair<std::string, std::string>> out;
     for (const auto& s : shards) {
-        auto rows = query_sql(s, "SELECT HEX(id), HEX(body) FROM entities WHERE kind = 'entry' AND deleted = 0", db);
+        auto rows = query_sql(s, "SELECT HEX(id), HEX(body) FROM entities WHERE kind = 'entry' AND deleted = 0", index_backfill_db);
         EXPECT_TRUE(rows.has_value());
         if (!rows) continue;
         for (const auto& line : rows.value()) {
@@ -94,7 +94,7 @@ std::set<std::pair<std::string, std::string>> live_links(const std::vector<shard
 std::set<std::pair<std::string, std::string>> index_rows(const std::vector<shard_endpoint>& shards) {
     std::set<std::pair<std::string, std::string>> out;
     for (const auto& s : shards) {
-        auto rows = query_sql(s, "SELECT p0, LOWER(HEX(entity_id)) FROM index_entries_by_link WHERE deleted = 0", db);
+        auto rows = query_sql(s, "SELECT p0, LOWER(HEX(entity_id)) FROM index_entries_by_link WHERE deleted = 0", index_backfill_db);
         EXPECT_TRUE(rows.has_value());
         if (!rows) continue;
         for (const auto& line : rows.value()) {
@@ -128,7 +128,7 @@ TEST_F(index_backfill, a_new_index_over_100000_entities_is_backfilled_complete_a
     const auto shards = test_shards();
     cairnd_options o;
     o.extra_toml = "[entities]\nkinds = [\"entry\"]\n";
-    start_cairnd(db, o);
+    start_cairnd(index_backfill_db, o);
     preload(shards);
     ASSERT_FALSE(HasFatalFailure());
     const auto before = live_links(shards);

@@ -20,7 +20,7 @@ namespace {
 namespace asio = boost::asio;
 using shards::split_state;
 
-constexpr const char* db = "cairn_map_store";
+constexpr const char* map_store_db = "cairn_map_store";
 
 TEST(map_store, a_split_moves_forward_or_fails_until_reads_have_moved) {
     using enum split_state;
@@ -43,10 +43,10 @@ TEST(map_store, a_split_moves_forward_or_fails_until_reads_have_moved) {
 
 TEST(map_store, one_proposal_wins_and_states_move_from_what_the_mover_read) {
     CAIRN_REQUIRE_SHARDS(1u);
-    fresh_database(db);
+    fresh_database(map_store_db);
     asio::io_context ioc;
-    shards::mariadb_conn a(ioc.get_executor(), params_for(test_shards()[0], db));
-    shards::mariadb_conn b(ioc.get_executor(), params_for(test_shards()[0], db));
+    shards::mariadb_conn a(ioc.get_executor(), params_for(test_shards()[0], map_store_db));
+    shards::mariadb_conn b(ioc.get_executor(), params_for(test_shards()[0], map_store_db));
     ASSERT_TRUE(run_on(ioc, a.async_connect()));
     ASSERT_TRUE(run_on(ioc, b.async_connect()));
 
@@ -118,11 +118,11 @@ TEST(map_store, one_proposal_wins_and_states_move_from_what_the_mover_read) {
     EXPECT_EQ(third.value().map, again.value().map.split(2).value());
 
     // An edited row is refused, with its version named.
-    ASSERT_TRUE(exec_sql(test_shards()[0], {"UPDATE shard_maps SET map = '0:0 5:2' WHERE version = 4"}, db));
+    ASSERT_TRUE(exec_sql(test_shards()[0], {"UPDATE shard_maps SET map = '0:0 5:2' WHERE version = 4"}, map_store_db));
     std::string why;
     EXPECT_EQ(run_on(ioc, shards::async_read_maps(a, &why)).error(), core::errc::shard_rejected);
     EXPECT_NE(why.find("version 4"), std::string::npos) << why;
-    ASSERT_TRUE(exec_sql(test_shards()[0], {"UPDATE shard_maps SET map = '0:0 5:1 9:2 12:3', state = 'halfway' WHERE version = 4"}, db));
+    ASSERT_TRUE(exec_sql(test_shards()[0], {"UPDATE shard_maps SET map = '0:0 5:1 9:2 12:3', state = 'halfway' WHERE version = 4"}, map_store_db));
     EXPECT_EQ(run_on(ioc, shards::async_read_maps(a, &why)).error(), core::errc::shard_rejected);
     EXPECT_NE(why.find("version 4"), std::string::npos) << why;
 }
@@ -131,9 +131,9 @@ TEST(map_store, one_proposal_wins_and_states_move_from_what_the_mover_read) {
 // table exists, each kept per version and step, a part marked again overwritten, not doubled.
 TEST(map_store, the_parts_of_a_split_that_are_done_are_kept_per_version_and_step) {
     CAIRN_REQUIRE_SHARDS(1u);
-    fresh_database(db);
+    fresh_database(map_store_db);
     asio::io_context ioc;
-    shards::mariadb_conn c(ioc.get_executor(), params_for(test_shards()[0], db));
+    shards::mariadb_conn c(ioc.get_executor(), params_for(test_shards()[0], map_store_db));
     ASSERT_TRUE(run_on(ioc, c.async_connect()));
     using shards::split_step;
     auto none = run_on(ioc, shards::async_steps_done(c, 2, split_step::copy));
@@ -164,9 +164,9 @@ TEST(map_store, the_parts_of_a_split_that_are_done_are_kept_per_version_and_step
 
 TEST(map_store, a_copys_position_in_a_group_is_kept_per_version_and_group_with_any_key_bytes) {
     CAIRN_REQUIRE_SHARDS(1u);
-    fresh_database(db);
+    fresh_database(map_store_db);
     asio::io_context ioc;
-    shards::mariadb_conn c(ioc.get_executor(), params_for(test_shards()[0], db));
+    shards::mariadb_conn c(ioc.get_executor(), params_for(test_shards()[0], map_store_db));
     ASSERT_TRUE(run_on(ioc, c.async_connect()));
     auto none = run_on(ioc, shards::async_copy_positions(c, 2));
     ASSERT_TRUE(none.has_value()) << "no table yet: no position";
@@ -184,7 +184,7 @@ TEST(map_store, a_copys_position_in_a_group_is_kept_per_version_and_group_with_a
     EXPECT_EQ(got.value()[0], (shards::copy_position{2, "entities", "entities", {"250"}, 250, 2, 4000}));
     EXPECT_EQ(got.value()[1], first);
     // A row whose key does not decode is left out: its group is copied whole.
-    ASSERT_TRUE(exec_sql(test_shards()[0], {"UPDATE shard_map_resume SET after_key = '9:short' WHERE version = 3"}, db));
+    ASSERT_TRUE(exec_sql(test_shards()[0], {"UPDATE shard_map_resume SET after_key = '9:short' WHERE version = 3"}, map_store_db));
     auto bad = run_on(ioc, shards::async_copy_positions(c, 3));
     ASSERT_TRUE(bad.has_value());
     EXPECT_TRUE(bad.value().empty());

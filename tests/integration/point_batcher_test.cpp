@@ -31,7 +31,7 @@ namespace {
 
 namespace asio = boost::asio;
 
-constexpr const char* db = "cairn_get_batcher";
+constexpr const char* point_batcher_db = "cairn_get_batcher";
 
 struct outcome {
     std::atomic<int> right{0};
@@ -66,7 +66,7 @@ void read_all(shards::edge_get_batcher& b, asio::io_context& ioc, int n, outcome
 
 TEST(point_batcher, concurrent_reads_each_get_their_own_row_and_share_queries) {
     CAIRN_REQUIRE_SHARDS(1u);
-    fresh_edge_database(db);
+    fresh_edge_database(point_batcher_db);
     const auto shard = test_shards().at(0);
     constexpr int n = 300;
     std::string insert =
@@ -79,10 +79,10 @@ TEST(point_batcher, concurrent_reads_each_get_their_own_row_and_share_queries) {
             first = false;
         }
     }
-    ASSERT_TRUE(exec_sql(shard, {insert}, db));
+    ASSERT_TRUE(exec_sql(shard, {insert}, point_batcher_db));
 
     asio::io_context ioc(2);
-    shards::pool pool(ioc.get_executor(), params_for(shard, db), 4);
+    shards::pool pool(ioc.get_executor(), params_for(shard, point_batcher_db), 4);
     core::registry metrics;
     auto& keys = metrics.add_histogram("test_batch_keys", "keys per query", core::histogram::size_bounds(), {});
     // One runner: while its query is in flight every other read queues and joins the next one.
@@ -105,10 +105,10 @@ TEST(point_batcher, a_shard_whose_tables_do_not_exist_yet_reads_as_empty_for_eve
     // A fresh database before the apply worker created its tables: reads answer what a shard with
     // nothing applied holds (no rows, counts 0), not an error; other errors still fail.
     CAIRN_REQUIRE_SHARDS(1u);
-    fresh_database(db);
+    fresh_database(point_batcher_db);
     const auto shard = test_shards().at(0);
     asio::io_context ioc;
-    shards::mariadb_conn conn(ioc.get_executor(), params_for(shard, db));
+    shards::mariadb_conn conn(ioc.get_executor(), params_for(shard, point_batcher_db));
     ASSERT_TRUE(run_on(ioc, conn.async_connect()));
     const std::vector<shards::node_count_key> counts{{1, shards::edge_direction::forward, core::edge_state::normal}};
     auto c = run_on(ioc, shards::async_count_many(conn, "g", counts));
@@ -154,15 +154,15 @@ TEST(point_batcher, a_shard_whose_tables_do_not_exist_yet_reads_as_empty_for_eve
 
 TEST(point_batcher, multi_get_answers_long_lists_with_repeats_in_order) {
     CAIRN_REQUIRE_SHARDS(1u);
-    fresh_edge_database(db);
+    fresh_edge_database(point_batcher_db);
     const auto shard = test_shards().at(0);
     asio::io_context ioc;
-    shards::mariadb_conn conn(ioc.get_executor(), params_for(shard, db));
+    shards::mariadb_conn conn(ioc.get_executor(), params_for(shard, point_batcher_db));
     ASSERT_TRUE(run_on(ioc, conn.async_connect()));
     ASSERT_TRUE(exec_sql(shard, {"INSERT INTO edges (graph, node_id, direction, other_id, state, own_state, position, ts, "
                                  "pos_ts, pos_set) VALUES ('g',1,0,5,0,0,50,1,1,1),('g',2,0,6,0,0,60,1,1,1),"
                                  "('g',1,1,5,0,0,99,1,1,1),('h',1,0,5,0,0,77,1,1,1)"},
-                         db));
+                         point_batcher_db));
     // 300 keys (three statements: 128 + 128 + 44, the last padded to 64), present ones repeated,
     // a backward row and another graph's row that must not match.
     std::vector<std::pair<std::int64_t, std::int64_t>> keys;
@@ -183,17 +183,17 @@ TEST(point_batcher, multi_get_answers_long_lists_with_repeats_in_order) {
 
 TEST(point_batcher, concurrent_counts_each_get_their_own_count_and_equal_keys_are_read_once) {
     CAIRN_REQUIRE_SHARDS(1u);
-    fresh_edge_database(db);
+    fresh_edge_database(point_batcher_db);
     const auto shard = test_shards().at(0);
     // Node k of graph g has count k * 10 + direction for state normal; node 0 has no rows.
     std::string insert = "INSERT INTO edge_counts (graph, node_id, direction, state, count) VALUES ";
     for (int k = 1; k <= 20; ++k) {
         for (int d = 0; d < 2; ++d) insert += fmt::format("{}('g',{},{},0,{})", k == 1 && d == 0 ? "" : ",", k, d, k * 10 + d);
     }
-    ASSERT_TRUE(exec_sql(shard, {insert}, db));
+    ASSERT_TRUE(exec_sql(shard, {insert}, point_batcher_db));
 
     asio::io_context ioc(2);
-    shards::pool pool(ioc.get_executor(), params_for(shard, db), 4);
+    shards::pool pool(ioc.get_executor(), params_for(shard, point_batcher_db), 4);
     core::registry metrics;
     auto& keys = metrics.add_histogram("test_count_keys", "distinct keys per query", core::histogram::size_bounds(), {});
     shards::edge_count_batcher batcher(ioc.get_executor(), pool, &shards::async_count_many, 1, 64, &keys);
@@ -241,7 +241,7 @@ TEST(point_batcher, a_shard_that_does_not_answer_fails_every_read) {
     p.port = 1;  // nothing listens
     p.user = "cairn";
     p.password = "cairn";
-    p.database = db;
+    p.database = point_batcher_db;
     p.connect_timeout = std::chrono::milliseconds(500);
     p.query_timeout = std::chrono::milliseconds(500);
     shards::pool pool(ioc.get_executor(), p, 2, std::chrono::milliseconds(500));

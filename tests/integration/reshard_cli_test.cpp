@@ -34,7 +34,7 @@ namespace {
 using namespace std::chrono_literals;
 using json = nlohmann::json;
 
-const std::string db = "cairn_reshard";
+const std::string reshard_cli_db = "cairn_reshard";
 const std::string db_n = "cairn_reshard_n";
 
 // A counter whose rows live on their item's shard, read without the item: a read over every shard.
@@ -52,7 +52,7 @@ std::size_t count_rows(const shard_endpoint& s, const std::string& database, con
 
 TEST(reshard, the_cli_plans_refuses_cancels_and_splits_a_shard_under_writes) {
     CAIRN_REQUIRE_SHARDS(2u);
-    fresh_database(db);
+    fresh_database(reshard_cli_db);
     fresh_database(db_n);
     const auto servers = test_shards();
     const auto keys = pick_split_keys(30, 40);
@@ -62,7 +62,7 @@ TEST(reshard, the_cli_plans_refuses_cancels_and_splits_a_shard_under_writes) {
     const auto& on_one = keys.on_one;
     std::set<std::pair<std::int64_t, std::int64_t>> acked;
     cairnd_options o;
-    o.database = db;
+    o.database = reshard_cli_db;
     o.shards = {servers[0], servers[1]};
     o.journal_dir = make_temp_dir("cairn-reshard");
     o.extra_toml = views_toml;
@@ -269,7 +269,7 @@ TEST(reshard, the_cli_plans_refuses_cancels_and_splits_a_shard_under_writes) {
     std::size_t want_upper = 0;
     for (const auto& e : acked) want_upper += three.shard_of_id(e.first) == 2 ? 1 : 0;
     EXPECT_EQ(count_rows(servers[1], db_n, "SELECT COUNT(*) FROM edges WHERE graph = 'g' AND direction = 0"), want_upper);
-    EXPECT_EQ(count_rows(servers[0], db, "SELECT COUNT(*) FROM edges WHERE graph = 'g' AND direction = 0"), acked.size() - want_upper);
+    EXPECT_EQ(count_rows(servers[0], reshard_cli_db, "SELECT COUNT(*) FROM edges WHERE graph = 'g' AND direction = 0"), acked.size() - want_upper);
     EXPECT_EQ(gw->terminate(), 0) << gw->log_tail();
 }
 

@@ -39,11 +39,11 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using shards::split_state;
 
-const std::string db = "cairn_split";
-const std::string db_n = "cairn_split_n";
+const std::string split_follow_db = "cairn_split";
+const std::string split_follow_db_n = "cairn_split_n";
 
 
-std::string split_state_of(const shard_endpoint& s, const std::string& database = db) {
+std::string split_state_of(const shard_endpoint& s, const std::string& database = split_follow_db) {
     auto r = query_sql(s, "SELECT state FROM shard_maps WHERE version = 2", database);
     return r && !r.value().empty() ? r.value().front() : std::string();
 }
@@ -61,12 +61,12 @@ TEST(split, a_shard_splits_under_writes_and_its_upper_half_moves_whole) {
     const auto& on_one = keys.on_one;
 
     cairnd_options o;
-    o.database = db;
+    o.database = split_follow_db;
     o.shards = {servers[0], servers[1]};
     o.journal_dir = make_temp_dir("cairn-split");
     edge_set acked;  // every edge acknowledged
     // The third shard joins the config; keys still route by the two the deployment started with.
-    const auto deployed = deploy_edges_then_list_a_third_shard(o, keys, 8, db_n, &acked);
+    const auto deployed = deploy_edges_then_list_a_third_shard(o, keys, 8, split_follow_db_n, &acked);
     ASSERT_TRUE(deployed.empty()) << deployed;
     cairnd_process gw(o);
     ASSERT_TRUE(gw.start()) << gw.log_tail();
@@ -90,7 +90,7 @@ TEST(split, a_shard_splits_under_writes_and_its_upper_half_moves_whole) {
     });
 
     asio::io_context ioc;
-    shards::mariadb_conn admin(ioc.get_executor(), params_for(servers[0], db));
+    shards::mariadb_conn admin(ioc.get_executor(), params_for(servers[0], split_follow_db));
     ASSERT_TRUE(run_on(ioc, admin.async_connect()));
     auto proposed = run_on(ioc, shards::async_propose_split(admin, 2, 0, fmt::format("{}:{}", servers[1].host, servers[1].port), 1));
     ASSERT_TRUE(proposed.has_value()) << proposed.error().message();
@@ -109,7 +109,7 @@ TEST(split, a_shard_splits_under_writes_and_its_upper_half_moves_whole) {
     ASSERT_TRUE(ended) << "the split is " << split_state_of(servers[0]) << "; " << gw.log_tail(8000);
     ASSERT_EQ(split_state_of(servers[0]), "retired") << gw.log_tail(8000);
     ASSERT_TRUE(writer_failure.empty()) << writer_failure;
-    auto adopted = query_sql(servers[0], "SELECT from_seq FROM shard_map_adoptions WHERE version = 2 AND node_id = 1", db);
+    auto adopted = query_sql(servers[0], "SELECT from_seq FROM shard_map_adoptions WHERE version = 2 AND node_id = 1", split_follow_db);
     ASSERT_TRUE(adopted && adopted.value().size() == 1) << "the gateway's adoption on shard 0";
     EXPECT_GT(std::stoull(adopted.value().front()), 1u);
     // After the cut-over the old owner takes no more writes of the moved half.
@@ -122,11 +122,11 @@ TEST(split, a_shard_splits_under_writes_and_its_upper_half_moves_whole) {
     edge_set want_upper, want_lower;
     for (const auto& e : acked) (three.shard_of_id(e.first) == 2 ? want_upper : want_lower).insert(e);
     ASSERT_GT(want_upper.size(), 8u) << "writes of the moved half during the split";
-    const auto on_n = forward_edges(servers[1], db_n);
+    const auto on_n = forward_edges(servers[1], split_follow_db_n);
     EXPECT_EQ(on_n, want_upper) << "the new shard holds exactly the moved half, from before and during the split";
-    const auto on_0 = forward_edges(servers[0], db);
+    const auto on_0 = forward_edges(servers[0], split_follow_db);
     EXPECT_EQ(on_0, want_lower) << "shard 0 keeps the lower half; cleaning deleted the moved half there";
-    auto counts_0 = query_sql(servers[0], "SELECT node_id FROM edge_counts WHERE graph = 'g' AND direction = 0", db);
+    auto counts_0 = query_sql(servers[0], "SELECT node_id FROM edge_counts WHERE graph = 'g' AND direction = 0", split_follow_db);
     ASSERT_TRUE(counts_0.has_value());
     for (const auto& line : counts_0.value()) {
         EXPECT_NE(three.shard_of_id(std::stoll(line)), 2u) << "a count of the moved half left on shard 0: node " << line;
@@ -155,9 +155,9 @@ TEST(split, a_shard_splits_under_writes_and_its_upper_half_moves_whole) {
     ASSERT_TRUE(post_edge(gw.port(), lower[0], late_dst));
     ASSERT_TRUE(post_edge(gw.port(), upper[1], late_dst));
     ASSERT_TRUE(wait_applied(gw.port(), 30s));
-    EXPECT_TRUE(forward_edges(servers[1], db_n).contains({upper[1], late_dst}));
-    EXPECT_FALSE(forward_edges(servers[0], db).contains({upper[1], late_dst}));
-    EXPECT_TRUE(forward_edges(servers[0], db).contains({lower[0], late_dst}));
+    EXPECT_TRUE(forward_edges(servers[1], split_follow_db_n).contains({upper[1], late_dst}));
+    EXPECT_FALSE(forward_edges(servers[0], split_follow_db).contains({upper[1], late_dst}));
+    EXPECT_TRUE(forward_edges(servers[0], split_follow_db).contains({lower[0], late_dst}));
     EXPECT_EQ(gw.terminate(), 0) << gw.log_tail();
 }
 
@@ -474,7 +474,7 @@ TEST(split, a_gateway_that_starts_once_the_split_is_done_adopts_it_late_and_cuts
 // the item are reads over every shard, summed. views_per_site leaves the item out: each increment
 // counts there on its item's shard in the deployment's first map, whatever splits came since (a read
 // by site alone, e.g. total?site=1 or series?site=2, picks that table: the shortest key that fits).
-const std::string views_toml = R"([[counters.metrics]]
+const std::string split_follow_views_toml = R"([[counters.metrics]]
 name = "views"
 shard_on = "item"
 dimensions = [{ name = "site", type = "int" }, { name = "item", type = "int" }]
@@ -508,13 +508,13 @@ struct views_model {
     }
 };
 
-// A views deployment's gateway: the database on both test servers, views_toml, its own journal.
+// A views deployment's gateway: the database on both test servers, split_follow_views_toml, its own journal.
 cairnd_options views_gateway(const std::vector<shard_endpoint>& servers, const std::string& database, const std::string& journal) {
     cairnd_options o;
     o.database = database;
     o.shards = {servers[0], servers[1]};
     o.journal_dir = make_temp_dir(journal);
-    o.extra_toml = views_toml;
+    o.extra_toml = split_follow_views_toml;
     return o;
 }
 
@@ -817,7 +817,7 @@ TEST(split, increments_of_the_moved_half_during_a_cancelled_split_count_on_the_o
     }
     o.shards.push_back(servers[1]);
     o.shard_databases = {"", "", db7_n};
-    o.extra_toml = views_toml + "[limits]\nsplit_copy_rows_per_second_max = 2\n";  // still copying when cancelled
+    o.extra_toml = split_follow_views_toml + "[limits]\nsplit_copy_rows_per_second_max = 2\n";  // still copying when cancelled
     cairnd_process a(o);
     ASSERT_TRUE(a.start()) << a.log_tail();
     ASSERT_TRUE(wait_shard_up(a.port(), 2)) << a.log_tail(8000);

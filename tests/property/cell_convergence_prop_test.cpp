@@ -23,7 +23,7 @@ namespace cairn {
 namespace {
 
 namespace asio = boost::asio;
-const std::string db = "cairn_prop_cells";
+const std::string cell_convergence_db = "cairn_prop_cells";
 
 
 
@@ -59,7 +59,7 @@ cell_map model_of(const std::vector<core::op>& ops) {
 
 TEST(cell_convergence, competing_writes_in_any_order_end_in_the_smallest_version_on_real_shards) {
     CAIRN_REQUIRE_SHARDS(2u);
-    test::fresh_database(db);
+    test::fresh_database(cell_convergence_db);
     const auto endpoints = test::test_shards();
     const auto map = core::shard_map::equal_ranges(2);
     const core::counter_catalog counters;
@@ -69,7 +69,7 @@ TEST(cell_convergence, competing_writes_in_any_order_end_in_the_smallest_version
     asio::io_context ioc;
     std::vector<std::unique_ptr<shards::mariadb_conn>> conns;
     for (std::size_t i = 0; i < 2; ++i) {
-        conns.push_back(std::make_unique<shards::mariadb_conn>(ioc.get_executor(), test::params_for(endpoints[i], db)));
+        conns.push_back(std::make_unique<shards::mariadb_conn>(ioc.get_executor(), test::params_for(endpoints[i], cell_convergence_db)));
         ASSERT_TRUE(test::run_on(ioc, conns.back()->async_connect()));
         ASSERT_TRUE(test::run_on(ioc, shards::async_create_schema(*conns.back(), {map, counters, cells, entities, 0})));
         core::op def;

@@ -21,7 +21,7 @@ namespace cairn {
 namespace {
 
 namespace asio = boost::asio;
-const std::string db = "cairn_prop_counters";
+const std::string counter_convergence_db = "cairn_prop_counters";
 constexpr std::int64_t midnight = 20780LL * core::ms_per_day;  // 2026-11-23T00:00:00Z
 
 // Times around one UTC midnight, with the boundary's two sides always possible.
@@ -59,7 +59,7 @@ struct fixture {
     void connect() {
         const auto endpoints = test::test_shards();
         for (std::size_t i = 0; i < 2; ++i) {
-            conns.push_back(std::make_unique<shards::mariadb_conn>(ioc.get_executor(), test::params_for(endpoints[i], db)));
+            conns.push_back(std::make_unique<shards::mariadb_conn>(ioc.get_executor(), test::params_for(endpoints[i], counter_convergence_db)));
             ASSERT_TRUE(test::run_on(ioc, conns.back()->async_connect()));
             ASSERT_TRUE(test::run_on(ioc, shards::async_create_schema(*conns.back(), {map, catalog, cells, entities, 0})));
         }
@@ -95,7 +95,7 @@ struct fixture {
 
 TEST(counter_convergence, shuffled_duplicated_replayed_increments_count_once_on_real_shards) {
     CAIRN_REQUIRE_SHARDS(2u);
-    test::fresh_database(db);
+    test::fresh_database(counter_convergence_db);
     fixture fx;
     ASSERT_EQ(fx.catalog.metrics.size(), 1u);
     fx.connect();
@@ -150,7 +150,7 @@ TEST(counter_convergence, shuffled_duplicated_replayed_increments_count_once_on_
 
 TEST(counter_convergence, an_op_older_than_the_keep_window_is_refused_unless_already_applied) {
     CAIRN_REQUIRE_SHARDS(2u);
-    test::fresh_database(db);
+    test::fresh_database(counter_convergence_db);
     fixture fx;
     fx.connect();
     ASSERT_FALSE(HasFatalFailure());

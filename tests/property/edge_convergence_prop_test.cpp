@@ -16,7 +16,7 @@ namespace cairn {
 namespace {
 
 namespace asio = boost::asio;
-const std::string db = "cairn_prop_edges";
+const std::string edge_convergence_db = "cairn_prop_edges";
 
 struct shard_state {
     std::map<test::edge_key, core::edge_row> rows;
@@ -25,13 +25,13 @@ struct shard_state {
 
 TEST(edge_convergence, real_shards_end_in_the_model_rows_and_counts) {
     CAIRN_REQUIRE_SHARDS(2u);
-    test::fresh_database(db);
+    test::fresh_database(edge_convergence_db);
     const auto endpoints = test::test_shards();
     const auto map = core::shard_map::equal_ranges(2);
     asio::io_context ioc;
     std::vector<std::unique_ptr<shards::mariadb_conn>> conns;
     for (std::size_t i = 0; i < 2; ++i) {
-        conns.push_back(std::make_unique<shards::mariadb_conn>(ioc.get_executor(), test::params_for(endpoints[i], db)));
+        conns.push_back(std::make_unique<shards::mariadb_conn>(ioc.get_executor(), test::params_for(endpoints[i], edge_convergence_db)));
         auto& c = *conns.back();
         ASSERT_TRUE(test::run_on(ioc, c.async_connect()));
         ASSERT_TRUE(test::run_on(ioc, shards::async_create_edge_schema(c)));

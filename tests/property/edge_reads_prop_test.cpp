@@ -26,7 +26,7 @@ namespace {
 
 namespace asio = boost::asio;
 using kind = core::page_cursor::kind;
-const std::string db = "cairn_prop_reads";
+const std::string edge_reads_db = "cairn_prop_reads";
 constexpr std::int64_t ids = 9;  // node ids 0..9: lists long enough for several pages
 
 // The model's list for one (graph, node, direction) in any of the states, in page order.
@@ -127,9 +127,9 @@ void check_among(reads_fixture& fx, shards::edge_page_request among, const std::
 
 TEST(edge_reads, pages_counts_and_multi_get_equal_the_model) {
     CAIRN_REQUIRE_SHARDS(2u);
-    test::fresh_database(db);
+    test::fresh_database(edge_reads_db);
     reads_fixture fx;
-    fx.connect(db);
+    fx.connect(edge_reads_db);
     ASSERT_FALSE(HasFailure());
 
     const bool ok = rc::check("pages, cursors, counts and multi-get on random graphs equal the model", [&] {

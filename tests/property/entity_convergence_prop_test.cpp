@@ -20,12 +20,12 @@ namespace cairn {
 namespace {
 
 namespace asio = boost::asio;
-const std::string db = "cairn_prop_entities";
+const std::string entity_convergence_db = "cairn_prop_entities";
 
 
 using entity_map = std::map<std::pair<std::string, std::string>, shards::stored_entity>;
 
-entity_map model_of(const std::vector<core::op>& ops) {
+entity_map entity_model_of(const std::vector<core::op>& ops) {
     entity_map out;
     for (const auto& o : ops) {
         const auto& e = std::get<core::entity_op>(o.body);
@@ -40,7 +40,7 @@ entity_map model_of(const std::vector<core::op>& ops) {
 
 TEST(entity_convergence, puts_and_tombstones_in_any_order_end_in_the_last_writer_on_real_shards) {
     CAIRN_REQUIRE_SHARDS(2u);
-    test::fresh_database(db);
+    test::fresh_database(entity_convergence_db);
     const auto endpoints = test::test_shards();
     const auto map = core::shard_map::equal_ranges(2);
     const core::counter_catalog counters;
@@ -51,7 +51,7 @@ TEST(entity_convergence, puts_and_tombstones_in_any_order_end_in_the_last_writer
     asio::io_context ioc;
     std::vector<std::unique_ptr<shards::mariadb_conn>> conns;
     for (std::size_t i = 0; i < 2; ++i) {
-        conns.push_back(std::make_unique<shards::mariadb_conn>(ioc.get_executor(), test::params_for(endpoints[i], db)));
+        conns.push_back(std::make_unique<shards::mariadb_conn>(ioc.get_executor(), test::params_for(endpoints[i], entity_convergence_db)));
         ASSERT_TRUE(test::run_on(ioc, conns.back()->async_connect()));
         ASSERT_TRUE(test::run_on(ioc, shards::async_create_schema(*conns.back(), ctx)));
     }
@@ -82,7 +82,7 @@ TEST(entity_convergence, puts_and_tombstones_in_any_order_end_in_the_last_writer
                 actual[{e.kind, e.id}] = e;
             }
         }
-        RC_ASSERT(actual == model_of(ops));
+        RC_ASSERT(actual == entity_model_of(ops));
     });
     EXPECT_TRUE(ok);
 }

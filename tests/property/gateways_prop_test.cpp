@@ -42,7 +42,7 @@ namespace {
 namespace asio = boost::asio;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
-const std::string db = "cairn_prop_gateways";
+const std::string gateways_db = "cairn_prop_gateways";
 
 // The write of o as HTTP: (target, body), with the op's own millisecond as its ts.
 std::pair<std::string, std::string> http_write_of(const core::op& o) {
@@ -64,11 +64,11 @@ std::pair<std::string, std::string> http_write_of(const core::op& o) {
 
 TEST(gateways_convergence, ops_split_across_two_gateways_end_in_the_model_rows_and_counts) {
     CAIRN_REQUIRE_SHARDS(2u);
-    test::fresh_database(db);
+    test::fresh_database(gateways_db);
     std::vector<std::unique_ptr<test::cairnd_process>> gateways;
     for (std::uint64_t node : {1, 2}) {
         test::cairnd_options o;
-        o.database = db;
+        o.database = gateways_db;
         o.node_id = node;
         gateways.push_back(std::make_unique<test::cairnd_process>(o));
         ASSERT_TRUE(gateways.back()->start()) << gateways.back()->log_tail();
@@ -83,7 +83,7 @@ TEST(gateways_convergence, ops_split_across_two_gateways_end_in_the_model_rows_a
     asio::io_context ioc;
     std::vector<std::unique_ptr<shards::mariadb_conn>> conns;
     for (std::size_t i = 0; i < 2; ++i) {
-        conns.push_back(std::make_unique<shards::mariadb_conn>(ioc.get_executor(), test::params_for(endpoints[i], db)));
+        conns.push_back(std::make_unique<shards::mariadb_conn>(ioc.get_executor(), test::params_for(endpoints[i], gateways_db)));
         ASSERT_TRUE(test::run_on(ioc, conns.back()->async_connect()));
     }
     const std::uint64_t base_ms = core::system_wall_clock_ms() - 60'000;

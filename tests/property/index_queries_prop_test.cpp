@@ -22,7 +22,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using json = nlohmann::json;
-const std::string db = "cairn_prop_index_queries";
+const std::string index_queries_db = "cairn_prop_index_queries";
 
 struct step {
     enum class what { put, del, create_index, clean } action = what::put;
@@ -101,7 +101,7 @@ TEST_F(index_queries, queries_and_index_rows_equal_the_model_through_random_writ
     CAIRN_REQUIRE_SHARDS(2u);
     cairnd_options o;
     o.extra_toml = "[entities]\nkinds = [\"entry\"]\n";
-    start_cairnd(db, o);
+    start_cairnd(index_queries_db, o);
     int next_case = 0;
 
     const bool ok = rc::check("index queries equal the model's filter", [&] {
@@ -161,7 +161,7 @@ TEST_F(index_queries, queries_and_index_rows_equal_the_model_through_random_writ
         // The table holds exactly the model's live rows.
         std::set<std::pair<std::string, std::string>> rows;
         for (const auto& sh : test_shards()) {
-            auto r = query_sql(sh, fmt::format("SELECT LOWER(HEX(p0)), LOWER(HEX(entity_id)) FROM index_{} WHERE deleted = 0", index), db);
+            auto r = query_sql(sh, fmt::format("SELECT LOWER(HEX(p0)), LOWER(HEX(entity_id)) FROM index_{} WHERE deleted = 0", index), index_queries_db);
             RC_ASSERT(r.has_value());
             const auto mine = fmt::format("{:016x}", 0xabc0 + c);  // the earlier cases' entries are indexed too
             for (const auto& line : r.value()) {

@@ -26,12 +26,12 @@ namespace {
 
 using namespace std::chrono_literals;
 using json = nlohmann::json;
-const std::string db = "cairn_prop_index_race";
+const std::string index_race_db = "cairn_prop_index_race";
 constexpr int users = 4;
 
-std::string entry_hex(int c, int entry) { return fmt::format("{:016x}{:016x}", 0x5000 + c, entry + 1); }
-std::string user_hex(int c, int user) { return fmt::format("{:016x}{:016x}", 0x7000 + c, user); }
-std::string uuid_of(const std::string& hex) {
+std::string race_entry_hex(int c, int entry) { return fmt::format("{:016x}{:016x}", 0x5000 + c, entry + 1); }
+std::string race_user_hex(int c, int user) { return fmt::format("{:016x}{:016x}", 0x7000 + c, user); }
+std::string race_uuid_of(const std::string& hex) {
     return fmt::format("{}-{}-{}-{}-{}", hex.substr(0, 8), hex.substr(8, 4), hex.substr(12, 4), hex.substr(16, 4), hex.substr(20));
 }
 
@@ -57,9 +57,9 @@ public:
                     const bool del = rng() % 5 == 0;
                     const int user = static_cast<int>(rng() % (users + 1));
                     const std::uint64_t ts = ts_base + next_ts_.fetch_add(1);
-                    const auto target = fmt::format("/v1/entities/entry/{}?ts={}", entry_hex(c, e), ts);
+                    const auto target = fmt::format("/v1/entities/entry/{}?ts={}", race_entry_hex(c, e), ts);
                     const std::string body =
-                        user ? fmt::format(R"({{"user_id": "{}", "n": {}}})", user_hex(c, user), i) : fmt::format(R"({{"n": {}}})", i);
+                        user ? fmt::format(R"({{"user_id": "{}", "n": {}}})", race_user_hex(c, user), i) : fmt::format(R"({{"n": {}}})", i);
                     auto r = client.send(del ? http::verb::delete_ : http::verb::put, target, del ? std::string() : body);
                     if (!r || r.value().code() != 202) {
                         failed_ = true;
@@ -140,11 +140,11 @@ protected:
     // Every entity id the index answers for user u with after=seq, over all pages.
     std::set<std::string> query(int c, const std::string& index, int user, std::uint64_t after) {
         auto all = index_query_all(port(), fmt::format("/v1/entities/entry/by/{}?user_id={}&limit=50&after={}&timeout_ms=20000",
-                                                       index, user_hex(c, user), after));
+                                                       index, race_user_hex(c, user), after));
         RC_ASSERT(all.has_value());
         std::set<std::string> out;
         for (const auto& e : *all) {
-            RC_ASSERT(e["body"]["user_id"] == user_hex(c, user));  // never a stale hit
+            RC_ASSERT(e["body"]["user_id"] == race_user_hex(c, user));  // never a stale hit
             RC_ASSERT(out.insert(e["id"].get<std::string>()).second);
         }
         return out;
@@ -155,7 +155,7 @@ TEST_F(index_race, issue_20_an_index_created_under_concurrent_writes_finds_every
     CAIRN_REQUIRE_SHARDS(2u);
     cairnd_options o;
     o.extra_toml = "[entities]\nkinds = [\"entry\"]\n";
-    start_cairnd(db, o);
+    start_cairnd(index_race_db, o);
     int next_case = 0;
 
     const bool ok = rc::check("an index built under live writes equals the model", [&] {
@@ -193,7 +193,7 @@ TEST_F(index_race, issue_20_an_index_created_under_concurrent_writes_finds_every
             for (int u = 1; u <= users; ++u) {
                 std::set<std::string> expected;
                 for (const auto& [entry, l] : model) {
-                    if (!l.deleted && l.user == u) expected.insert(uuid_of(entry_hex(c, entry)));
+                    if (!l.deleted && l.user == u) expected.insert(race_uuid_of(race_entry_hex(c, entry)));
                 }
                 const auto found = query(c, index, u, after);
                 std::vector<std::string> missing;

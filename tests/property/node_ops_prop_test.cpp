@@ -23,7 +23,7 @@ namespace cairn {
 namespace {
 
 namespace asio = boost::asio;
-const std::string db = "cairn_prop_nodes";
+const std::string node_ops_db = "cairn_prop_nodes";
 
 struct two_shards {
     asio::io_context ioc;
@@ -34,7 +34,7 @@ struct two_shards {
         const auto endpoints = test::test_shards();
         for (std::size_t i = 0; i < 4; ++i) {
             conns.push_back(
-                std::make_unique<shards::mariadb_conn>(ioc.get_executor(), test::params_for(endpoints[i % 2], db)));
+                std::make_unique<shards::mariadb_conn>(ioc.get_executor(), test::params_for(endpoints[i % 2], node_ops_db)));
             ASSERT_TRUE(test::run_on(ioc, conns.back()->async_connect()));
             ASSERT_TRUE(test::run_on(ioc, shards::async_create_edge_schema(*conns.back())));
         }
@@ -108,7 +108,7 @@ shards::node_record expected_record(const test::edge_model& m, const std::string
 
 TEST(node_ops, edge_and_node_ops_converge_on_two_shards_to_the_model) {
     CAIRN_REQUIRE_SHARDS(2u);
-    test::fresh_database(db);
+    test::fresh_database(node_ops_db);
     two_shards t;
     t.connect();
     const bool ok = rc::check("shuffled, duplicated, batch-split edge and node ops converge", [&] {
@@ -213,7 +213,7 @@ std::optional<test::edge_model> race_and_check(two_shards& t, std::vector<core::
 
 TEST(node_ops, a_node_of_10000_edges_archived_and_unarchived_while_edge_writes_race) {
     CAIRN_REQUIRE_SHARDS(2u);
-    test::fresh_database(db);
+    test::fresh_database(node_ops_db);
     two_shards t;
     t.connect();
     ASSERT_TRUE(t.clear());

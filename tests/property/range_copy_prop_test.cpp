@@ -29,7 +29,7 @@ namespace cairn {
 namespace {
 
 namespace asio = boost::asio;
-const std::string db = "cairn_prop_split";
+const std::string range_copy_db = "cairn_prop_split";
 
 
 
@@ -70,8 +70,8 @@ struct fixture {
     }
     void connect() {
         const auto endpoints = test::test_shards();
-        a = std::make_unique<shards::mariadb_conn>(ioc.get_executor(), test::params_for(endpoints[0], db));
-        b = std::make_unique<shards::mariadb_conn>(ioc.get_executor(), test::params_for(endpoints[1], db));
+        a = std::make_unique<shards::mariadb_conn>(ioc.get_executor(), test::params_for(endpoints[0], range_copy_db));
+        b = std::make_unique<shards::mariadb_conn>(ioc.get_executor(), test::params_for(endpoints[1], range_copy_db));
         ASSERT_TRUE(test::run_on(ioc, a->async_connect()));
         ASSERT_TRUE(test::run_on(ioc, b->async_connect()));
         // A's worker made its schema long ago; B's makes its own when it starts (held, before the copy).
@@ -109,7 +109,7 @@ bool is_counter(const core::op& o) { return std::holds_alternative<core::counter
 
 TEST(range_copy, a_split_shard_ends_with_the_old_owners_rows_of_its_half_and_every_increment_once) {
     CAIRN_REQUIRE_SHARDS(2u);
-    test::fresh_database(db);
+    test::fresh_database(range_copy_db);
     fixture fx;
     fx.connect();
     ASSERT_EQ(fx.catalog.metrics.size(), 1u);
@@ -158,7 +158,7 @@ TEST(range_copy, a_split_shard_ends_with_the_old_owners_rows_of_its_half_and_eve
             if (!d.same()) {
                 RC_LOG() << d.table << ": " << d.rows_from << " rows on A, " << d.rows_to << " on B\n";
                 for (std::size_t s = 0; s < 2; ++s) {
-                    auto rows = test::query_sql(test::test_shards()[s], "SELECT * FROM " + d.table, db);
+                    auto rows = test::query_sql(test::test_shards()[s], "SELECT * FROM " + d.table, range_copy_db);
                     if (rows) for (const auto& r : rows.value()) RC_LOG() << (s ? "B " : "A ") << r << "\n";
                 }
             }
@@ -174,7 +174,7 @@ TEST(range_copy, a_split_shard_ends_with_the_old_owners_rows_of_its_half_and_eve
         for (const auto& d : diff.value()) {
             // Not a table copied whole, nor one whose rows at 0 count as absent (a deleted 0 changes nothing).
             if (d.rows_to == 0 || d.table == "node_registers" || d.table == "index_defs" || d.table == "edge_counts") continue;
-            RC_ASSERT(test::exec_sql(test::test_shards()[1], {"DELETE FROM " + d.table + " ORDER BY RAND() LIMIT 1"}, db));
+            RC_ASSERT(test::exec_sql(test::test_shards()[1], {"DELETE FROM " + d.table + " ORDER BY RAND() LIMIT 1"}, range_copy_db));
             auto found = test::run_on(fx.ioc, shards::async_diff_range_chunks(*fx.a, *fx.b, lww, fx.moved, options));
             RC_ASSERT(found.has_value());
             RC_ASSERT(found.value().size() == 1u);

@@ -58,12 +58,12 @@ TEST(counter_catalog, the_docs_example_loads_with_its_tables) {
 }
 
 TEST(counter_catalog, a_bad_declaration_names_its_key) {
-    struct bad_case {
+    struct bad_declaration {
         const char* text;
         const char* names;
     };
     const std::string ok_dims = R"(dimensions = [{ name = "track_id", type = "int" }, { name = "country", type = "string", length = 2 }])";
-    const bad_case cases[] = {
+    const bad_declaration cases[] = {
         {R"(name = "Plays"
 shard_on = "track_id"
 DIMS
