@@ -25,8 +25,12 @@ shard::shard(boost::asio::any_io_executor ex, journal::journal& j, const core::r
     };
     read_pool_->set_connection_check(check);
     if (!opts.replicas.empty()) {
+        pool::connection_check replica_check = [index = static_cast<std::uint32_t>(index_), count](mariadb_conn& c) {
+            return async_check_replica_identity(c, index, count);
+        };
         replicas_ = std::make_unique<replica_set>(ex, index_, std::move(opts.replicas), opts.lim.read_pool_connections,
-                                                  opts.lim.replica_staleness_max, j.node_id(), check, metrics);
+                                                  opts.lim.replica_staleness_max, j.node_id(), std::move(replica_check),
+                                                  metrics);
     }
     apply_pool_->set_connection_check(std::move(check));
     const core::labels shard_label{{"shard", std::to_string(index_)}};

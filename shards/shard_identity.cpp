@@ -61,8 +61,21 @@ asio::awaitable<core::result<void>> async_connect_checked(mariadb_conn& conn, st
     co_return core::errc::shard_rejected;
 }
 
-asio::awaitable<std::string> async_check_shard_identity(mariadb_conn& conn, std::uint32_t index, std::uint32_t count) {
+namespace {
+
+// The check of both kinds: a primary's (may_write: the first gateway writes the identity) and a
+// replica's (reads only).
+asio::awaitable<std::string> check_identity(mariadb_conn& conn, std::uint32_t index, std::uint32_t count, bool may_write) {
     auto row = co_await conn.async_query(read_sql);
+    if (!may_write && ((!row && tables_missing(conn)) || (row && row.value().size() == 0))) {
+        // A replica gets the primary's row through replication. One written here would make the
+        // replica's data differ from its primary's, and replication would stop at the primary's own
+        // insert of it (duplicate key).
+        co_return fmt::format("the replica holds no shard identity yet (shard {} of {}): replication has not brought "
+                              "the primary's row, or this server does not replicate the shard's primary; it serves no "
+                              "reads until it has",
+                              index, count);
+    }
     if (!row && tables_missing(conn)) {
         if (auto c = co_await conn.async_execute(create_sql); !c) co_return failed(conn, "creating table shard_identity");
         row = co_await conn.async_query(read_sql);
@@ -86,6 +99,16 @@ asio::awaitable<std::string> async_check_shard_identity(mariadb_conn& conn, std:
         "every gateway must list the same [[shards]] in the same order, at least as many as the first gateway did "
         "(docs/operations.md, \"The shard map\"); nothing is read from or applied to it until the config is fixed",
         held_index, held_count, held_version, index, count);
+}
+
+}  // namespace
+
+asio::awaitable<std::string> async_check_shard_identity(mariadb_conn& conn, std::uint32_t index, std::uint32_t count) {
+    return check_identity(conn, index, count, true);
+}
+
+asio::awaitable<std::string> async_check_replica_identity(mariadb_conn& conn, std::uint32_t index, std::uint32_t count) {
+    return check_identity(conn, index, count, false);
 }
 
 }  // namespace cairn::shards

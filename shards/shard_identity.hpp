@@ -31,6 +31,10 @@ inline constexpr std::uint32_t shard_map_version = 1;
 // split (docs/resharding.md). Returns an empty string when it matches, else why not, as an operator
 // reads it (a mismatch, or a failed query: then MariaDB's own error).
 boost::asio::awaitable<std::string> async_check_shard_identity(mariadb_conn& conn, std::uint32_t index, std::uint32_t count);
+// The same check of a replica of that shard, which only reads: a replica with no identity row yet
+// (replication has not brought the primary's) does not match. A write there would make the
+// replica's data differ from its primary's and stop replication at the primary's own insert.
+boost::asio::awaitable<std::string> async_check_replica_identity(mariadb_conn& conn, std::uint32_t index, std::uint32_t count);
 
 // Connects conn (one of the caller's own, outside the pools) and checks its identity as above. Errors:
 // the connect's, or shard_rejected with the reason in *why (if given).
