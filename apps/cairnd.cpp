@@ -312,10 +312,12 @@ int main(int argc, char** argv) {
     claim.ttl = cfg.lim.node_lease_ttl;
     claim.reuse_after = cfg.counters.op_ids_keep;
     bool lease_held = false;
-    if (auto v = shards::claim_lease_now(shard0, claim); !v) {
+    const auto config_shards = static_cast<std::uint32_t>(cfg.shards.size());
+    std::string not_shard0;
+    if (auto v = shards::claim_lease_now(shard0, config_shards, claim, &not_shard0); !v) {
         spdlog::warn("node id {}: shard 0 ({}:{}) did not answer the lease claim: {}; starting anyway and claiming it "
                      "when shard 0 answers",
-                     cfg.node_id, shard0.host, shard0.port, v.error().message());
+                     cfg.node_id, shard0.host, shard0.port, not_shard0.empty() ? v.error().message() : not_shard0);
     } else if (!v.value().held) {
         spdlog::critical("cannot start: {}", v.value().refusal);
         return exit_startup;
@@ -448,7 +450,7 @@ int main(int argc, char** argv) {
     opened.value().reset();
     if (lease_keeper.held() && !lease_lost) {
         // Released, not deleted: this journal keeps the node id (and takes it back when it restarts).
-        if (auto r = shards::release_lease_now(shard0, claim); !r) {
+        if (auto r = shards::release_lease_now(shard0, config_shards, claim); !r) {
             spdlog::warn("node id {}: releasing the lease failed: {} (it lapses in {} s)", cfg.node_id, r.error().message(),
                          claim.ttl.count());
         }

@@ -23,14 +23,24 @@ namespace asio = boost::asio;
 
 // Runs task on a private io_context until it ends (its connection's timeouts bound it).
 template <class T>
-core::result<T> run_alone(const conn_params& p, std::function<asio::awaitable<core::result<T>>(mariadb_conn&)> task) {
+core::result<T> run_alone(const conn_params& p, std::function<asio::awaitable<core::result<T>>(mariadb_conn&)> task,
+                          std::optional<std::uint32_t> shard_count = std::nullopt, std::string* why = nullptr) {
     asio::io_context ioc;
     std::optional<core::result<T>> out;
     asio::co_spawn(
         ioc,
         [&]() -> asio::awaitable<void> {
             mariadb_conn conn(ioc.get_executor(), p);
-            if (auto c = co_await conn.async_connect(); !c) {
+            // A lease is written only where the shard's identity says shard 0 is, as the pools
+            // check before they use a connection: a config with the shards in another order
+            // must not leave lease rows (and tables) in another shard's database.
+            core::result<void> c = core::success();
+            if (shard_count) {
+                c = co_await async_connect_checked(conn, 0, *shard_count, why);
+            } else {
+                c = co_await conn.async_connect();
+            }
+            if (!c) {
                 out.emplace(c.error());
                 co_return;
             }
@@ -50,12 +60,13 @@ core::result<T> run_alone(const conn_params& p, std::function<asio::awaitable<co
 
 }  // namespace
 
-core::result<lease_verdict> claim_lease_now(const conn_params& p, const lease_claim& claim) {
-    return run_alone<lease_verdict>(p, [&](mariadb_conn& c) { return async_claim_lease(c, claim); });
+core::result<lease_verdict> claim_lease_now(const conn_params& p, std::uint32_t shard_count, const lease_claim& claim,
+                                            std::string* why) {
+    return run_alone<lease_verdict>(p, [&](mariadb_conn& c) { return async_claim_lease(c, claim); }, shard_count, why);
 }
 
-core::result<void> release_lease_now(const conn_params& p, const lease_claim& claim) {
-    return run_alone<void>(p, [&](mariadb_conn& c) { return async_release_lease(c, claim); });
+core::result<void> release_lease_now(const conn_params& p, std::uint32_t shard_count, const lease_claim& claim) {
+    return run_alone<void>(p, [&](mariadb_conn& c) { return async_release_lease(c, claim); }, shard_count);
 }
 
 core::result<std::optional<std::uint32_t>> read_base_shard_count_now(const conn_params& p) {

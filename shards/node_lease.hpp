@@ -33,8 +33,12 @@ class shard_set;
 
 // Claims or releases on a connection of its own, on a private io_context: for cairnd's start (before
 // the shard set runs) and its end (after it stopped). Bounded by p's connect and query timeouts.
-core::result<lease_verdict> claim_lease_now(const conn_params& p, const lease_claim& claim);
-core::result<void> release_lease_now(const conn_params& p, const lease_claim& claim);
+// The database behind p must be shard 0 of shard_count (shards/shard_identity.hpp; a database without
+// an identity gets it, as a pool's first connection would give it): else nothing is written, the error
+// is shard_rejected and *why (if given) says why.
+core::result<lease_verdict> claim_lease_now(const conn_params& p, std::uint32_t shard_count, const lease_claim& claim,
+                                            std::string* why = nullptr);
+core::result<void> release_lease_now(const conn_params& p, std::uint32_t shard_count, const lease_claim& claim);
 // How many shards shard 0's identity says the deployment started with (the shard map's version 1), or
 // none when shard 0 has no identity yet (this gateway is the first).
 core::result<std::optional<std::uint32_t>> read_base_shard_count_now(const conn_params& p);

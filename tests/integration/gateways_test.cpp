@@ -229,6 +229,13 @@ TEST(gateways, a_gateway_that_lists_the_shards_in_another_order_touches_neither)
         << b.log_tail();
     EXPECT_TRUE(refused_within(b, "this database is shard 0 of 2 (shard map version 1), but this gateway's config lists it as shard 1 of 2"))
         << b.log_tail();
+    // Nor does its node id's lease land in the database it took for shard 0: the claim at its start
+    // checks the identity as the pools do (it once wrote node 2's lease row on shard 1).
+    EXPECT_NE(b.log_tail(20000).find("did not answer the lease claim: this database is shard 1 of 2"), std::string::npos)
+        << b.log_tail();
+    if (auto lease_rows = query_sql(shards[1], "SELECT node_id FROM gateway_leases", db); lease_rows) {
+        EXPECT_TRUE(lease_rows.value().empty()) << "lease rows on shard 1: " << lease_rows.value().size();
+    }
     auto rb = http_get(b.port(), "/v1/graphs/g/edges/1/2");
     ASSERT_TRUE(rb);
     EXPECT_EQ(rb->status, 503) << "a read through the misplaced shard: " << rb->body;
