@@ -337,8 +337,10 @@ TEST_F(edges_read_http, after_waits_for_the_shard_and_times_out_with_504_when_it
     EXPECT_EQ(set_of(fmt::format(R"([{{"node_id": {}}}, {{"node_id": {}}}])", live_id, dead_id), 504)["shards"],
               json::array({2}));
 
-    // wait=applied on a write that touches the dead shard: durable, but 504 with its seq.
-    auto wa = http_post(port(), "/v1/graphs/follows/edges?wait=applied&timeout_ms=200",
+    // wait=applied on a write that touches the dead shard: durable, but 504 with its seq, naming the
+    // dead shard alone. The wait (applied_wait_max, 1 s) gives the live shard time to apply its row on a
+    // busy machine (at 200 ms a CI run once saw [0, 2]: the live shard had not applied it yet either).
+    auto wa = http_post(port(), "/v1/graphs/follows/edges?wait=applied&timeout_ms=1000",
                         fmt::format(R"({{"source_id": {}, "destination_id": {}}})", live_id, dead_id));
     ASSERT_TRUE(wa);
     EXPECT_EQ(wa->status, 504) << wa->body;
