@@ -132,7 +132,15 @@ std::string render_ready(gateway& gw, bool verbose, bool& ready) {
     const bool journal_ok = gw.journal.healthy();
     const bool space_ok = st.map_bytes_max == 0 || st.map_bytes_used * 10 < st.map_bytes_max * 9;
     ready = journal_ok && space_ok;
-    if (!verbose) return fmt::format(R"({{"ready":{}}})", ready);
+    if (!verbose) {
+        if (ready) return R"({"ready":true})";
+        // Not ready: which checks fail, so that a probe's log says why without ?verbose.
+        std::string out = R"({"ready":false,"failing":[)";
+        if (!journal_ok) out += R"("journal_writable")";
+        if (!space_ok) out += journal_ok ? R"("journal_space")" : R"(,"journal_space")";
+        out += "]}";
+        return out;
+    }
     std::string out = fmt::format(
         R"({{"ready":{},"checks":{{"journal_writable":{},"journal_space":{{"ok":{},"used_bytes":{},"max_bytes":{}}},"shards":[)",
         ready, journal_ok, space_ok, st.map_bytes_used, st.map_bytes_max);

@@ -224,6 +224,11 @@ TEST(write_path_fault, a_full_journal_refuses_writes_with_503_and_keeps_every_ac
     EXPECT_EQ(refused->status, 503);
     EXPECT_NE(refused->body.find("journal-full"), std::string::npos) << refused->body;
     EXPECT_GT(acked.size(), 1000u);
+    // Not ready while full, and the short answer says why (a probe logs no ?verbose).
+    auto ready = http_get(first->port(), "/readyz");
+    ASSERT_TRUE(ready);
+    EXPECT_EQ(ready->status, 503);
+    EXPECT_EQ(ready->body, R"({"ready":false,"failing":["journal_space"]})");
     // Full is not failed: the gateway keeps serving and stays alive.
     auto live = http_get(first->port(), "/livez");
     ASSERT_TRUE(live);
