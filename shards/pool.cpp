@@ -66,6 +66,9 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
     // in it exactly while something outside the pool may run an operation on it.
     std::unordered_set<mariadb_conn*> busy;
     std::string last_connect_failure;  // see pool::last_connect_failure
+    bool fail_fast = false;            // see pool::set_fail_fast
+    bool failing = false;              // the last connect failed
+    std::size_t connecting = 0;        // acquires connecting now
     std::atomic<std::uint64_t> connections_made{0};  // see pool::connections_made
     pool::connection_check check;      // see pool::set_connection_check; set before the first acquire
 
@@ -265,6 +268,10 @@ asio::awaitable<core::result<lease>> pool::async_acquire() {
         {
             std::lock_guard lock(st->mutex_);
             if (st->closed) co_return core::errc::shutting_down;  // `slot` frees its place.
+            // A shard whose last connect failed is tried by one acquire at a time; the others
+            // fail at once rather than each wait out connect_timeout on it.
+            if (st->fail_fast && st->failing && st->connecting > 0) co_return core::errc::shard_unavailable;
+            ++st->connecting;
             st->busy.insert(c.get());
         }
         auto r = co_await c->async_connect();
@@ -272,6 +279,11 @@ asio::awaitable<core::result<lease>> pool::async_acquire() {
         if (r && st->check) {
             refused = co_await st->check(*c);
             if (!refused.empty()) c->close();
+        }
+        {
+            std::lock_guard lock(st->mutex_);
+            --st->connecting;
+            st->failing = !r || !refused.empty();
         }
         if (!r || !refused.empty()) {
             std::lock_guard lock(st->mutex_);
@@ -291,6 +303,11 @@ asio::awaitable<core::result<lease>> pool::async_acquire() {
         slot->conn_ = std::move(c);  // Still busy: the lease gives it back.
     }
     co_return std::move(*slot);
+}
+
+void pool::set_fail_fast(bool on) {
+    std::lock_guard lock(state_->mutex_);
+    state_->fail_fast = on;
 }
 
 void pool::set_connection_check(connection_check check) {

@@ -94,6 +94,14 @@ public:
     using connection_check = std::function<boost::asio::awaitable<std::string>(mariadb_conn&)>;
     void set_connection_check(connection_check check);
 
+    // After a failed connect, while one acquire is connecting again, another acquire that would
+    // have to connect fails at once with shard_unavailable (last_connect_failure() says why) instead
+    // of also waiting up to connect_timeout: at most one connect at a time goes to a shard that is
+    // failing, and the rest of the callers learn it at once. Idle connections are still handed out;
+    // the first connect that succeeds ends it. Off by default; cairnd's read pools set it, so that a
+    // read of a shard that is down (or a black hole) answers 503 at once. Set it before the first acquire.
+    void set_fail_fast(bool on);
+
     // Closes every idle connection now, and every leased one when it is returned (e.g. after
     // a failover). The pool stays usable: later acquires connect afresh.
     void close_all();

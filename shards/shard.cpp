@@ -24,6 +24,8 @@ shard::shard(boost::asio::any_io_executor ex, journal::journal& j, const core::r
         return async_check_shard_identity(c, index, count);
     };
     read_pool_->set_connection_check(check);
+    // A read of a shard that is down answers 503 at once, while one read at a time tries it again.
+    read_pool_->set_fail_fast(true);
     if (!opts.replicas.empty()) {
         pool::connection_check replica_check = [index = static_cast<std::uint32_t>(index_), count](mariadb_conn& c) {
             return async_check_replica_identity(c, index, count);

@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <thread>
+#include <vector>
 
 namespace cairn::test {
 namespace {
@@ -95,12 +97,38 @@ TEST(black_hole, a_silent_or_trickling_shard_blocks_nothing_else_and_catches_up_
         EXPECT_EQ(r->status, 503) << r->body;
         // The pool's wait (5 s) bounds it, whatever the shard does.
         EXPECT_LT(took, 12s);
+        // Now that a connect to it failed, reads of it at once: one tries the shard again (and waits
+        // its connect_timeout, 1 s), the others answer 503 at once rather than each wait as long.
+        {
+            std::vector<std::thread> readers;
+            std::vector<int> status(4, 0);
+            std::vector<clock_type::duration> took_each(4);
+            for (std::size_t i = 0; i < 4; ++i) {
+                readers.emplace_back([&, i] {
+                    const auto t = clock_type::now();
+                    auto page = http_get(port, fmt::format("/v1/graphs/follows/nodes/{}/edges", bad[21 + i]));
+                    took_each[i] = clock_type::now() - t;
+                    status[i] = page ? page->status : 0;
+                });
+            }
+            for (auto& t : readers) t.join();
+            std::size_t fast = 0;
+            for (std::size_t i = 0; i < 4; ++i) {
+                EXPECT_EQ(status[i], 503) << "read " << i;
+                if (took_each[i] < 700ms) ++fast;
+            }
+            EXPECT_GE(fast, 2u) << "reads of a failing shard each waited for a connect of their own";
+        }
         // The shard returns: everything acknowledged is applied.
         hole.trickle(0);
         hole.thaw();
         hole.drop_all();
         ASSERT_TRUE(wait_applied(port, 120s)) << cairnd.log_tail();
         EXPECT_TRUE(shard_up(port, 1));
+        // Reads of it answer again (the first connect that succeeds ends the failing state).
+        auto back = http_get(port, fmt::format("/v1/graphs/follows/nodes/{}/edges", bad[0]));
+        ASSERT_TRUE(back.has_value());
+        EXPECT_EQ(back->status, 200) << back->body;
     }
     const auto stored = forward_edges(db);
     std::size_t lost = 0;

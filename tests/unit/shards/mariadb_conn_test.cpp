@@ -286,12 +286,8 @@ TEST(mariadb_conn, connect_to_a_silent_server_times_out) {
     run([]() -> asio::awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
         // The kernel completes the TCP handshake into the backlog, but no greeting ever comes.
-        asio::ip::tcp::acceptor silent(ex, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-        conn_params p;
-        p.port = silent.local_endpoint().port();
-        p.user = "cairn";
-        p.connect_timeout = 300ms;
-        mariadb_conn c(ex, p);
+        silent_server silent(ex);
+        mariadb_conn c(ex, silent.params(300ms));
         const auto t0 = clock_type::now();
         auto r = co_await c.async_connect();
         const auto took = clock_type::now() - t0;

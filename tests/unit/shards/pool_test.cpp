@@ -7,8 +7,10 @@
 #include "shards/pool.hpp"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -436,14 +438,8 @@ TEST(pool, shutdown_aborts_a_statement_in_flight_and_refuses_later_acquires) {
 TEST(pool, shutdown_aborts_a_connect_to_a_server_that_never_answers) {
     run([]() -> asio::awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
-        // A listener that accepts (the kernel does, from its backlog) but never sends the
-        // server's greeting: the handshake hangs, as on a stalled shard.
-        asio::ip::tcp::acceptor silent(ex, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-        conn_params params;
-        params.port = silent.local_endpoint().port();
-        params.user = "cairn";
-        params.connect_timeout = 30s;
-        pool p(ex, params, 1, 1000ms);
+        silent_server silent(ex);  // the handshake hangs, as on a stalled shard
+        pool p(ex, silent.params(30s), 1, 1000ms);
         asio::steady_timer later(ex, 200ms);
         later.async_wait([&p](const boost::system::error_code&) { p.shutdown(); });
         const auto t0 = clock_type::now();
@@ -451,6 +447,52 @@ TEST(pool, shutdown_aborts_a_connect_to_a_server_that_never_answers) {
         CO_REQUIRE(!l);
         EXPECT_EQ(l.error(), core::errc::shard_unavailable);
         EXPECT_LT(clock_type::now() - t0, 5s);
+        EXPECT_EQ(p.in_use(), 0u);
+    }());
+}
+
+// A shard whose last connect failed is tried by one acquire at a time: while that one connects,
+// the others fail at once instead of each waiting out connect_timeout (cairnd's read pools).
+TEST(pool, with_fail_fast_one_acquire_retries_a_failing_shard_and_the_others_fail_at_once) {
+    run([]() -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        silent_server silent(ex);  // every connect hangs until its timeout
+        pool p(ex, silent.params(300ms), 4, 1000ms);
+        p.set_fail_fast(true);
+        // Nothing failed yet: two acquires connect side by side, and both time out.
+        std::optional<core::result<lease>> first;
+        asio::co_spawn(ex, [&]() -> asio::awaitable<void> { first.emplace(co_await p.async_acquire()); }, asio::detached);
+        auto second = co_await p.async_acquire();
+        CO_REQUIRE(!second);
+        EXPECT_EQ(second.error(), core::errc::shard_timeout);
+        asio::steady_timer t(ex);
+        for (int i = 0; i < 250 && !first; ++i) {  // the first ends by its own timeout, as the second did
+            t.expires_after(20ms);
+            co_await t.async_wait(asio::use_awaitable);
+        }
+        CO_REQUIRE(first.has_value());
+        EXPECT_FALSE(*first);
+        // The retry: one acquire connects; one started meanwhile fails at once, before it ends.
+        std::optional<core::result<lease>> trial;
+        asio::co_spawn(ex, [&]() -> asio::awaitable<void> { trial.emplace(co_await p.async_acquire()); }, asio::detached);
+        co_await asio::post(ex, asio::use_awaitable);  // the trial runs up to its connect
+        auto refused = co_await p.async_acquire();
+        CO_REQUIRE(!refused);
+        EXPECT_EQ(refused.error(), core::errc::shard_unavailable);
+        EXPECT_FALSE(trial.has_value()) << "the second acquire waited for the trial's connect";
+        EXPECT_EQ(p.in_use(), 1u);  // only the trial holds a slot
+        // After the trial failed too, the next acquire tries again (it is not refused for good).
+        for (int i = 0; i < 250 && !trial; ++i) {
+            t.expires_after(20ms);
+            co_await t.async_wait(asio::use_awaitable);
+        }
+        CO_REQUIRE(trial.has_value());
+        EXPECT_FALSE(*trial);
+        const auto t0 = clock_type::now();
+        auto again = co_await p.async_acquire();
+        CO_REQUIRE(!again);
+        EXPECT_EQ(again.error(), core::errc::shard_timeout);
+        EXPECT_GE(clock_type::now() - t0, 250ms);  // it connected, and waited out the timeout
         EXPECT_EQ(p.in_use(), 0u);
     }());
 }

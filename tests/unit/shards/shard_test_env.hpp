@@ -10,9 +10,11 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <string>
@@ -98,5 +100,24 @@ inline void run(boost::asio::awaitable<void> task, int threads = 1) {
     }
     EXPECT_TRUE(done);
 }
+
+// A listener that accepts (the kernel does, from its backlog) but never sends a server's greeting:
+// a connect to it hangs in the handshake, as to a stalled shard or a black hole.
+class silent_server {
+public:
+    explicit silent_server(const boost::asio::any_io_executor& ex)
+        : acceptor_(ex, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0)) {}
+    // Parameters of a connection to it, giving up after connect_timeout.
+    conn_params params(std::chrono::milliseconds connect_timeout) const {
+        conn_params p;
+        p.port = acceptor_.local_endpoint().port();
+        p.user = "cairn";
+        p.connect_timeout = connect_timeout;
+        return p;
+    }
+
+private:
+    boost::asio::ip::tcp::acceptor acceptor_;
+};
 
 }  // namespace cairn::shards
