@@ -191,6 +191,33 @@ struct pool_state : std::enable_shared_from_this<pool_state> {
     }
 };
 
+// One acquire's connect, counted in pool_state::connecting from construction (with the pool's
+// mutex held) until finish(), or until it is destroyed: an exception or a coroutine frame destroyed
+// mid-connect must not leave the count raised (it would refuse every connect of a failing pool).
+class connect_attempt {
+public:
+    explicit connect_attempt(pool_state& s) noexcept : s_(s) { ++s_.connecting; }
+    ~connect_attempt() {
+        if (!done_) {
+            std::lock_guard lock(s_.mutex_);
+            --s_.connecting;
+        }
+    }
+    connect_attempt(const connect_attempt&) = delete;
+    connect_attempt& operator=(const connect_attempt&) = delete;
+    // The connect ended; failed says whether it did (see pool::set_fail_fast).
+    void finish(bool failed) noexcept {
+        std::lock_guard lock(s_.mutex_);
+        --s_.connecting;
+        s_.failing = failed;
+        done_ = true;
+    }
+
+private:
+    pool_state& s_;
+    bool done_ = false;
+};
+
 }  // namespace detail
 
 namespace asio = boost::asio;
@@ -265,13 +292,14 @@ asio::awaitable<core::result<lease>> pool::async_acquire() {
     }
     if (!slot->conn_) {
         auto c = std::make_unique<mariadb_conn>(st->ex, st->params);
+        std::optional<detail::connect_attempt> attempt;
         {
             std::lock_guard lock(st->mutex_);
             if (st->closed) co_return core::errc::shutting_down;  // `slot` frees its place.
             // A shard whose last connect failed is tried by one acquire at a time; the others
             // fail at once rather than each wait out connect_timeout on it.
             if (st->fail_fast && st->failing && st->connecting > 0) co_return core::errc::shard_unavailable;
-            ++st->connecting;
+            attempt.emplace(*st);
             st->busy.insert(c.get());
         }
         auto r = co_await c->async_connect();
@@ -280,11 +308,7 @@ asio::awaitable<core::result<lease>> pool::async_acquire() {
             refused = co_await st->check(*c);
             if (!refused.empty()) c->close();
         }
-        {
-            std::lock_guard lock(st->mutex_);
-            --st->connecting;
-            st->failing = !r || !refused.empty();
-        }
+        attempt->finish(!r || !refused.empty());
         if (!r || !refused.empty()) {
             std::lock_guard lock(st->mutex_);
             st->busy.erase(c.get());
