@@ -208,8 +208,12 @@ int main(int argc, char** argv) {
         return exit_startup;
     }
     journal::journal& jn = *opened.value();
-    metrics.attach_histogram("cairn_journal_commit_seconds", "Duration of one journal commit (incl. fsync)", {},
+    metrics.attach_histogram("cairn_journal_commit_seconds",
+                             "From the start of a journal commit until it is durable and acknowledged (incl. its flushes)", {},
                              jn.commit_latency());
+    metrics.add_callback_counter("cairn_journal_idle_syncs_total",
+                                 "Flushes made only to make the last commit durable (nothing queued behind it)", {},
+                                 [&jn] { return static_cast<double>(jn.idle_syncs().value()); });
     metrics.attach_histogram("cairn_journal_group_ops", "Ops committed in one journal transaction", {},
                              jn.group_ops());
     metrics.add_callback_counter("cairn_writes_accepted_total", "Ops acknowledged after the journal commit", {},

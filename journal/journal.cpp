@@ -167,6 +167,27 @@ struct journal::impl {
     bool force_size_pass = false;      // MDB_MAP_FULL happened: delete applied ops now
     std::uint64_t pressure_min_cursor = 0;
 
+    // A group committed but not yet durable, with what its acknowledgement publishes. The environment
+    // runs with MDB_NOMETASYNC: a commit flushes the data file (fdatasync), then writes its meta page
+    // without a flush, so the commit becomes durable with the next flush of the file — the next
+    // group's commit, or an explicit mdb_env_sync when nothing else is queued (sync_unsynced). One
+    // flush per group under load instead of two (docs/journal-format.md, "What is durable when").
+    // Nothing of a group is acknowledged or published (last_seq, cursors, the commit listener)
+    // before it is durable. At most one group waits: every commit's flush makes the one before durable.
+    struct unsynced_group {
+        std::vector<request> group;
+        std::uint64_t last_seq = 0;
+        bool appended_any = false;
+        std::size_t ops_written = 0;
+        std::vector<std::pair<std::uint32_t, std::uint64_t>> cursor_updates;
+        std::vector<std::pair<std::uint32_t, std::uint64_t>> late_updates;
+        std::chrono::steady_clock::time_point started;
+    };
+    std::optional<unsynced_group> unsynced;  // writer thread only
+    std::uint64_t group_commits = 0;         // writer thread only: group transactions committed
+    std::atomic<int> inject_sync_error{0};
+    core::counter idle_syncs;
+
     std::thread writer;
 
     ~impl() {
@@ -199,7 +220,8 @@ struct journal::impl {
             std::vector<request> group;
             {
                 std::unique_lock lock(mu);
-                cv.wait_for(lock, writer_idle_wait, [&] { return stopping || !queue.empty(); });
+                // A commit waiting for its flush is not left waiting for traffic.
+                if (!unsynced) cv.wait_for(lock, writer_idle_wait, [&] { return stopping || !queue.empty(); });
                 if (stopping) break;
                 std::size_t ops = 0;
                 while (!queue.empty()) {
@@ -210,10 +232,22 @@ struct journal::impl {
                     queue.pop_front();
                 }
             }
+            if (group.empty() && unsynced) {
+                // Nothing else to commit, whose flush would make the last commit durable: flush now.
+                sync_unsynced();
+                continue;
+            }
             if (!failed.load()) retire();
-            if (!group.empty()) process(group);
+            if (!group.empty()) {
+                const std::uint64_t before = group_commits;
+                process(group);
+                // The group did not commit (refused, map full, failed): no flush came of it.
+                if (group_commits == before) sync_unsynced();
+            }
         }
-        // Shutting down: whatever is still queued was never written.
+        // Shutting down: what is committed is flushed and acknowledged; what is still queued was
+        // never written.
+        sync_unsynced();
         std::deque<request> rest;
         {
             std::lock_guard lock(mu);
@@ -320,8 +354,11 @@ struct journal::impl {
             }
             if (rc != 0) return rc;
         }
+        // next_seq is written even when it did not move, so that the transaction is never empty: LMDB
+        // skips the flush of a commit that wrote nothing, and the group before this one counts on
+        // this commit's flush.
+        if (int rc = t.put(db.meta, detail::meta_next_seq, detail::u64_be(seq)); rc != 0) return rc;
         if (seq != next_seq) {
-            if (int rc = t.put(db.meta, detail::meta_next_seq, detail::u64_be(seq)); rc != 0) return rc;
             if (int rc = t.put(db.meta, detail::meta_ts_max, detail::u64_be(ts_seen)); rc != 0) return rc;
         }
         int rc = 0;
@@ -333,21 +370,60 @@ struct journal::impl {
         }
         if (rc != 0) return rc;
 
-        // Committed: publish, then acknowledge.
+        // Committed, and its data flushed; its meta page is not (MDB_NOMETASYNC). The writer's own
+        // view moves on at once; the group is acknowledged and published once it is durable. This
+        // commit's flush made the group committed before it durable: that one is acknowledged now.
+        ++group_commits;
         const bool appended_any = seq != next_seq;
         next_seq = seq;
         ts_max = ts_seen;
-        last_seq.store(seq - 1);
-        for (const auto& [shard, c] : cursor_updates) cursors[shard].store(c);
-        for (const auto& [shard, n] : late_updates) late_last[shard].store(n);
-        if (!cursor_updates.empty()) update_min_cursor();
-        commit_latency.observe(std::chrono::steady_clock::now() - started);
         std::size_t weight_total = 0;
         for (const auto& r : group) weight_total += weight(r);
         group_ops.observe(static_cast<double>(weight_total));
-        ops_appended.inc(ops_written);
-        release(group);
-        for (auto& r : group) {
+        std::optional<unsynced_group> durable = std::exchange(
+            unsynced, unsynced_group{std::move(group), seq - 1, appended_any, ops_written, std::move(cursor_updates),
+                                     std::move(late_updates), started});
+        if (durable) acknowledge(*durable);
+        return 0;
+    }
+
+    // Flushes the data file, which makes the group committed last durable, and acknowledges it. On a
+    // failed flush (or a journal failed meanwhile: after a failed fsync the kernel may have dropped
+    // the dirty pages, so a later one proves nothing) the group's requests get errc::journal_failed:
+    // what they wrote may or may not survive, and nothing of it was published.
+    void sync_unsynced() {
+        if (!unsynced) return;
+        unsynced_group u = std::move(*unsynced);
+        unsynced.reset();
+        int rc = 0;
+        if (failed.load()) {
+            rc = EIO;
+        } else if (int injected = inject_sync_error.exchange(0); injected != 0) {
+            rc = injected;
+        } else {
+            rc = mdb_env_sync(env.get(), 1);
+        }
+        if (rc != 0) {
+            fail_sticky("a flush", rc);
+            release(u.group);
+            fail_group(u.group, core::errc::journal_failed, true, true);
+            return;
+        }
+        idle_syncs.inc();
+        acknowledge(u);
+    }
+
+    // A durable group: publish what it committed, then complete its requests. Its ops count as
+    // pending (append's bounds) until last_seq has moved past them.
+    void acknowledge(unsynced_group& u) {
+        last_seq.store(u.last_seq);
+        for (const auto& [shard, c] : u.cursor_updates) cursors[shard].store(c);
+        for (const auto& [shard, n] : u.late_updates) late_last[shard].store(n);
+        if (!u.cursor_updates.empty()) update_min_cursor();
+        release(u.group);
+        commit_latency.observe(std::chrono::steady_clock::now() - u.started);
+        ops_appended.inc(u.ops_written);
+        for (auto& r : u.group) {
             if (auto* a = std::get_if<append_req>(&r)) {
                 if (a->error) {
                     invoke_callback(a->done, core::result<appended>(a->error));
@@ -358,15 +434,14 @@ struct journal::impl {
                 invoke_callback(std::get<outcome_req>(r).done, core::result<void>(core::success()));
             }
         }
-        if (appended_any) {
+        if (u.appended_any) {
             std::function<void(std::uint64_t)> fn;
             {
                 std::lock_guard lock(listener_mu);
                 fn = listener;
             }
-            if (fn) invoke_callback(fn, seq - 1);
+            if (fn) invoke_callback(fn, u.last_seq);
         }
-        return 0;
     }
 
     int write_append(detail::txn& t, append_req& a, std::uint64_t& seq, std::uint64_t& ts_seen,
@@ -788,6 +863,9 @@ core::result<std::unique_ptr<journal>> journal::open(options opts, core::hlc& cl
         p->late_last[shard].store(n.value().value_or(0));
     }
     if (int rc = t.commit(); rc != 0) return detail::lmdb_error(rc);
+    // What open wrote (a new journal's id, the node id) is durable before anything is built on it
+    // (MDB_NOMETASYNC left the commit's meta page unflushed).
+    if (int rc = mdb_env_sync(p->env.get(), 1); rc != 0) return detail::lmdb_error(rc);
 
     clock.observe(ts_max);
     p->next_seq = next;
@@ -892,10 +970,11 @@ namespace {
 // Calls fn(seq, append_ms, op) for the ops with seq > after_seq, ascending, at most max (and
 // no more once their records reach bytes_max: the op that reaches it is the last), in one
 // short read transaction: the one walk behind read_ops (the apply workers' hot path) and
-// read_timed_ops.
+// read_timed_ops. It stops after last_seq: an op past it is committed but not yet durable (nor
+// acknowledged), and a crash may still undo it and give its seq to another op.
 template <typename Fn>
 core::result<void> walk_ops(const detail::env& env, MDB_dbi ops, const std::string& path, std::uint64_t after_seq,
-                            std::size_t max, std::size_t bytes_max, Fn&& fn) {
+                            std::uint64_t last_seq, std::size_t max, std::size_t bytes_max, Fn&& fn) {
     if (max == 0 || after_seq >= detail::seq_max) return core::success();
     auto t = detail::txn::begin_read(env);
     if (!t) return t.error();
@@ -914,6 +993,7 @@ core::result<void> walk_ops(const detail::env& env, MDB_dbi ops, const std::stri
         }
         const std::uint64_t seq = detail::get_be(k.data(), 8);
         CAIRN_ASSERT(seq > after_seq);
+        if (seq > last_seq) break;
         auto o = core::decode_op(std::span(v.data() + 8, v.size() - 8));
         if (!o) {
             spdlog::error("journal {}: op {} does not decode", path, seq);
@@ -935,7 +1015,7 @@ core::result<std::vector<std::pair<std::uint64_t, core::op>>> journal::read_ops(
     // of thousands several times.
     const std::uint64_t last = last_seq();
     out.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(max, last > after_seq ? last - after_seq : 0)));
-    auto r = walk_ops(impl_->env, impl_->db.ops, impl_->opts.path, after_seq, max, bytes_max,
+    auto r = walk_ops(impl_->env, impl_->db.ops, impl_->opts.path, after_seq, last, max, bytes_max,
                       [&out](std::uint64_t seq, std::uint64_t, core::op&& o) { out.emplace_back(seq, std::move(o)); });
     if (!r) return r.error();
     return out;
@@ -979,7 +1059,8 @@ core::result<std::shared_ptr<const journal::op_batch>> journal::read_ops_shared(
 
 core::result<std::vector<timed_op>> journal::read_timed_ops(std::uint64_t after_seq, std::size_t max) const {
     std::vector<timed_op> out;
-    auto r = walk_ops(impl_->env, impl_->db.ops, impl_->opts.path, after_seq, max, std::numeric_limits<std::size_t>::max(),
+    auto r = walk_ops(impl_->env, impl_->db.ops, impl_->opts.path, after_seq, last_seq(), max,
+                      std::numeric_limits<std::size_t>::max(),
                       [&out](std::uint64_t seq, std::uint64_t ms, core::op&& o) {
                           out.push_back(timed_op{seq, ms, std::move(o)});
                       });
@@ -1239,8 +1320,10 @@ core::histogram& journal::commit_latency() { return impl_->commit_latency; }
 core::histogram& journal::group_ops() { return impl_->group_ops; }
 core::counter& journal::ops_appended() { return impl_->ops_appended; }
 core::counter& journal::ops_retired() { return impl_->ops_retired; }
+core::counter& journal::idle_syncs() { return impl_->idle_syncs; }
 
 void journal::fail_next_commit_for_test(int mdb_error) { impl_->inject_commit_error.store(mdb_error); }
+void journal::fail_next_sync_for_test(int error) { impl_->inject_sync_error.store(error); }
 
 unsigned journal::env_flags_for_test() const {
     unsigned flags = 0;

@@ -163,7 +163,8 @@ public:
     journal& operator=(const journal&) = delete;
 
     // Appends ops (ts and op_id set by the caller; op_id 0 becomes make_op_id(node_id, seq)).
-    // done is called exactly once, never before the commit returned. Requests that are refused
+    // done is called exactly once, never before the commit is durable (its meta page flushed, by the
+    // next group's commit or a flush of its own: docs/journal-format.md). Requests that are refused
     // up front complete on the calling thread before append returns: errc::overloaded (the queue
     // holds queue_ops_max ops, or last_seq - min(cursor) would pass unapplied_ops_max),
     // errc::bad_request (no ops, an idempotency key over 200 bytes, an op that does not encode),
@@ -171,7 +172,8 @@ public:
     // All others complete on the writer thread: success, errc::journal_full (MDB_MAP_FULL:
     // nothing of the group was committed; not sticky), errc::disk_full (ENOSPC or EDQUOT writing
     // the group: nothing committed; not sticky), errc::journal_failed (any other write or commit
-    // failure, a failed sync above all: sticky, healthy() turns false and every later append fails),
+    // failure, a failed sync above all: sticky, healthy() turns false and every later append fails;
+    // when the flush after a commit failed, that commit may still be found after a restart),
     // errc::shutting_down (still queued when the journal was destroyed).
     // idempotency_key: if non-empty and an append with that key committed within retention,
     // done gets that append's result with deduplicated = true and nothing is appended.
@@ -223,7 +225,7 @@ public:
     [[nodiscard]] core::result<std::uint64_t> first_seq() const;
     // The route record last committed (apply_outcome::put_route), or empty when none ever was.
     [[nodiscard]] core::result<std::string> route_record() const;
-    std::uint64_t last_seq() const noexcept;          // updated after each commit
+    std::uint64_t last_seq() const noexcept;          // updated once each commit is durable
     std::uint64_t node_id() const noexcept;
     // Random, non-zero, fixed for the journal's life: which journal holds a node id lease.
     std::uint64_t journal_id() const noexcept;
@@ -252,18 +254,25 @@ public:
     stats get_stats() const;
     bool healthy() const noexcept;  // false once a sticky failure happened
 
-    // Updated by the writer: commit latency in seconds, group size in ops (one observation per
-    // group commit), ops appended (deduplicated ones not counted).
+    // Updated by the writer: commit latency in seconds (from the group's start until it is durable
+    // and acknowledged), group size in ops (one observation per group commit), ops appended
+    // (deduplicated ones not counted).
     core::histogram& commit_latency();
     core::histogram& group_ops();
     core::counter& ops_appended();
     // Ops deleted by retention.
     core::counter& ops_retired();
+    // Flushes made only to make the last commit durable, because nothing else was queued whose
+    // commit would have flushed it (docs/journal-format.md, "What is durable when").
+    core::counter& idle_syncs();
 
     // Test hooks (tests/ only). The next group commit behaves as if mdb_txn_commit returned
     // mdb_error (the transaction is aborted instead): EIO makes the journal fail (sticky),
     // MDB_MAP_FULL gives errc::journal_full, ENOSPC errc::disk_full.
     void fail_next_commit_for_test(int mdb_error);
+    // The next flush that only makes the last commit durable (nothing else queued) fails with error
+    // (e.g. EIO): the journal fails (sticky), and that commit's requests get errc::journal_failed.
+    void fail_next_sync_for_test(int error);
     // The flags the LMDB environment was opened with (mdb_env_get_flags).
     unsigned env_flags_for_test() const;
 

@@ -100,7 +100,7 @@ inline constexpr problem_type journal_full{http::status::service_unavailable, "j
 inline constexpr problem_type disk_full{http::status::service_unavailable, "disk-full", "Disk full",
     "the write was not journaled; retry after `Retry-After`"};
 inline constexpr problem_type journal_failed{http::status::service_unavailable, "journal-failed", "Journal failed",
-    "the write was not journaled; retry after `Retry-After`"};
+    "the journal cannot write (a failed flush or disk): the write may have been journaled; retry it with the same idempotency key after `Retry-After`"};
 inline constexpr problem_type journal_unavailable{http::status::service_unavailable, "journal-unavailable", "Journal unavailable",
     "the journal did not take an admin change (`Retry-After: 1`)"};
 inline constexpr problem_type overloaded{http::status::service_unavailable, "overloaded", "Overloaded",
@@ -108,7 +108,7 @@ inline constexpr problem_type overloaded{http::status::service_unavailable, "ove
 inline constexpr problem_type shutting_down{http::status::service_unavailable, "shutting-down", "Shutting down",
     "cairnd is stopping; retry on another gateway or after `Retry-After`"};
 inline constexpr problem_type shard_unavailable{http::status::service_unavailable, "shard-unavailable", "Shard unavailable",
-    "a shard a read needs did not answer (`Retry-After: 1`)"};
+    "a shard a read needs did not answer, or is failing while another read tries it again (`Retry-After: 1`)"};
 inline constexpr problem_type too_many_connections{http::status::service_unavailable, "too-many-connections", "Too many connections",
     "at `limits.connections_max` with every connection busy with a request"};
 inline constexpr problem_type not_applied_yet{http::status::gateway_timeout, "not-applied-yet", "Not applied yet",

@@ -17,21 +17,27 @@ namespace cairn::journal::detail {
 
 // The flags the journal opens its environment with. MDB_NOTLS: read transactions are not tied
 // to a thread, so short reads may come from any thread (and Asio's thread pools).
-inline constexpr unsigned env_flags = MDB_NOTLS;
+// MDB_NOMETASYNC: a commit flushes the data file and writes its meta page without a flush of its
+// own, so a commit costs one flush instead of two; the journal acknowledges a commit only once a
+// later flush of the file made its meta page durable (the next commit's, or mdb_env_sync), which
+// keeps every acknowledged commit durable (docs/journal-format.md, "What is durable when").
+inline constexpr unsigned env_flags = MDB_NOTLS | MDB_NOMETASYNC;
 
 // Flags the journal must never use (docs/journal-format.md says why): each of them can lose or
 // undo acknowledged commits after an OS crash, or turn a full disk into SIGBUS. MDB_NOSUBDIR is
 // left off because the environment is a directory.
-inline constexpr unsigned env_flags_forbidden = MDB_NOSYNC | MDB_NOMETASYNC | MDB_WRITEMAP | MDB_MAPASYNC |
-                                                MDB_NOSUBDIR | MDB_RDONLY | MDB_NOLOCK;
+inline constexpr unsigned env_flags_forbidden = MDB_NOSYNC | MDB_WRITEMAP | MDB_MAPASYNC | MDB_NOSUBDIR | MDB_RDONLY |
+                                                MDB_NOLOCK;
 static_assert((env_flags & env_flags_forbidden) == 0, "the journal never opens LMDB with an unsafe flag");
 static_assert((env_flags & MDB_NOTLS) != 0, "reads come from any thread");
+static_assert((env_flags & MDB_NOMETASYNC) != 0, "the writer's deferred acknowledgements assume unflushed meta pages");
 
 // The flags of a reader beside the journal's owner (journal/inspect.hpp, journal/export_file.hpp):
 // MDB_RDONLY, so it never writes data.mdb and the map size comes from the file; MDB_NOTLS as the
-// journal uses it.
+// journal uses it (MDB_NOMETASYNC means nothing to a reader, which never commits).
 inline constexpr unsigned env_flags_read_only = MDB_RDONLY | MDB_NOTLS;
-static_assert(env_flags_read_only == (env_flags | MDB_RDONLY), "a reader opens as the journal does, read-only");
+static_assert(env_flags_read_only == ((env_flags & ~unsigned{MDB_NOMETASYNC}) | MDB_RDONLY),
+              "a reader opens as the journal does, read-only");
 
 const boost::system::error_category& lmdb_category() noexcept;
 inline core::error_code lmdb_error(int rc) noexcept { return {rc, lmdb_category()}; }

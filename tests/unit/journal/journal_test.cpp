@@ -28,8 +28,11 @@ TEST(journal, opens_lmdb_with_safe_flags_only) {
     ASSERT_TRUE(j) << j.error().message();
     const unsigned flags = j.value()->env_flags_for_test();
     EXPECT_EQ(flags & detail::env_flags_forbidden, 0u);
-    EXPECT_EQ(flags & (MDB_NOSYNC | MDB_NOMETASYNC | MDB_WRITEMAP | MDB_MAPASYNC | MDB_NOSUBDIR), 0u);
+    EXPECT_EQ(flags & (MDB_NOSYNC | MDB_WRITEMAP | MDB_MAPASYNC | MDB_NOSUBDIR), 0u);
     EXPECT_NE(flags & MDB_NOTLS, 0u);
+    // Meta pages are not flushed by their own commit: the writer acknowledges a commit only once a
+    // later flush made it durable (journal.a_commit_is_acknowledged_only_once_flushed).
+    EXPECT_NE(flags & MDB_NOMETASYNC, 0u);
     EXPECT_TRUE(std::filesystem::is_directory(dir.path()));
     EXPECT_TRUE(std::filesystem::exists(dir.path() + "/data.mdb"));
 }
@@ -166,6 +169,59 @@ TEST(journal, read_ops_shared_decodes_a_range_once_for_every_reader) {
     const auto* kept = got[1].get();
     EXPECT_EQ(j->read_ops_shared(100, 50, 1 << 20).value().get(), kept);  // after 100: still ahead of the cursors
     EXPECT_NE(j->read_ops_shared(0, 50, 1 << 20).value().get(), first.value().get());  // read afresh
+}
+
+// MDB_NOMETASYNC leaves a commit's meta page unflushed: the commit is acknowledged only once a
+// flush made it durable. Alone in the queue, a commit gets a flush of its own; when that flush
+// fails, nothing of it is acknowledged or published, although it was committed.
+TEST(journal, a_commit_is_acknowledged_only_once_flushed) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    const auto o = test::test_options(dir.path(), wall);
+    {
+        auto j = std::move(journal::open(o, clock).value());
+        ASSERT_TRUE(append_sync(*j, make_ops(1, clock)));
+        EXPECT_EQ(j->idle_syncs().value(), 1u) << "a lone commit is flushed on its own";
+        j->fail_next_sync_for_test(EIO);
+        EXPECT_EQ(append_sync(*j, make_ops(2, clock)).error(), core::errc::journal_failed);
+        EXPECT_FALSE(j->healthy());
+        EXPECT_EQ(j->last_seq(), 1u) << "an op that is not durable is not published";
+        EXPECT_EQ(j->read_ops(0, 10, 1 << 20).value().size(), 1u) << "nor read";
+        EXPECT_EQ(append_sync(*j, make_ops(1, clock)).error(), core::errc::journal_failed) << "sticky";
+    }
+    // The process did not crash, so the page cache kept the commit: the refused append may be found
+    // after a restart (which is why journal-failed says the write may have been journaled).
+    auto j = std::move(journal::open(o, clock).value());
+    EXPECT_EQ(j->last_seq(), 3u);
+}
+
+// Under load a commit needs no flush of its own: the next group's commit flushes the data file,
+// which makes the meta page of the commit before it durable; then that one is acknowledged.
+TEST(journal, under_load_each_commit_is_made_durable_by_the_next) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    auto o = test::test_options(dir.path(), wall);
+    o.group_ops_max = 10;
+    auto j = std::move(journal::open(o, clock).value());
+    test::writer_gate gate(*j);
+    ASSERT_TRUE(append_sync(*j, make_ops(1, clock)));
+    gate.wait_entered();
+    EXPECT_EQ(j->idle_syncs().value(), 1u);
+    // 100 ops queue while the writer is held: ten groups of ten, committed back to back.
+    test::collector<appended> results;
+    for (std::size_t i = 0; i < 100; ++i) j->append(make_ops(1, clock, static_cast<std::int64_t>(i)), {}, results.callback(i));
+    gate.release();
+    for (std::size_t i = 0; i < 100; ++i) {
+        const auto r = results.get(i);
+        ASSERT_TRUE(r) << r.error().message();
+        EXPECT_EQ(r.value().first_seq, i + 2);
+    }
+    EXPECT_EQ(j->last_seq(), 101u);
+    // One flush of their own for the ten groups: the last one's, with nothing queued behind it.
+    EXPECT_EQ(j->idle_syncs().value(), 2u);
+    EXPECT_EQ(j->group_ops().count(), 11u);
 }
 
 TEST(journal, many_threads_append_concurrently_in_few_group_commits) {
