@@ -9,6 +9,7 @@
 #include "tests/fault/powercut/layer_env.hpp"
 #include "tests/fault/powercut/undo_log.hpp"
 #include "tests/support/e2e.hpp"
+#include "tests/support/wait.hpp"
 
 #include <gtest/gtest.h>
 
@@ -69,18 +70,10 @@ cut_outcome run_cut(const std::string& journal_dir, const std::string& undo_path
         });
     }
     // Wait on the acknowledgements themselves, with a deadline.
-    const auto deadline = std::chrono::steady_clock::now() + 60s;
-    for (;;) {
-        {
-            std::lock_guard lock(mu);
-            if (acked.size() >= writes) break;
-        }
-        if (std::chrono::steady_clock::now() > deadline) {
-            ADD_FAILURE() << "fewer than " << writes << " writes acknowledged in 60 s";
-            break;
-        }
-        std::this_thread::sleep_for(10ms);
-    }
+    EXPECT_TRUE(wait_until([&] {
+        std::lock_guard lock(mu);
+        return acked.size() >= writes;
+    }, 60s)) << "fewer than " << writes << " writes acknowledged in 60 s";
     p.kill9();  // the cut, while the writers still write
     stop = true;
     for (auto& t : threads) t.join();

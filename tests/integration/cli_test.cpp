@@ -7,6 +7,7 @@
 #include "tests/support/e2e.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/shard_tables.hpp"
+#include "tests/support/wait.hpp"
 
 #include "core/hlc.hpp"
 #include "core/shard_map.hpp"
@@ -60,12 +61,10 @@ protected:
     // Polls `cairn trace seq --json` until its state is `state`; returns the last trace.
     nlohmann::json wait_trace(std::uint64_t seq, const std::string& state) {
         nlohmann::json t;
-        const auto deadline = std::chrono::steady_clock::now() + 30s;
-        while (std::chrono::steady_clock::now() < deadline) {
+        (void)wait_until([&] {
             t = cairn_json({"trace", std::to_string(seq)});
-            if (t.value("state", "") == state) break;
-            std::this_thread::sleep_for(50ms);
-        }
+            return t.value("state", "") == state;
+        }, 30s);
         return t;
     }
 

@@ -3,6 +3,7 @@
 #include "tests/support/cairnd_fixture.hpp"
 #include "tests/support/e2e.hpp"
 #include "tests/support/shard_tables.hpp"
+#include "tests/support/wait.hpp"
 
 #include <gtest/gtest.h>
 
@@ -175,13 +176,11 @@ TEST_F(edges_http, a_poison_op_is_retried_then_dead_lettered_while_the_ops_behin
     EXPECT_EQ(fwd.count({"follows", 7, 1019, 0}), 1u);
     EXPECT_EQ(fwd.count({"follows", 666, 3, 0}), 0u);
     // Retried with backoff, then dead after 3 attempts.
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
     std::optional<double> dead;
-    while (std::chrono::steady_clock::now() < deadline) {
+    (void)wait_until([&] {
         dead = metric(port(), "cairn_dead_letters");
-        if (dead && *dead >= 1) break;
-        std::this_thread::sleep_for(100ms);
-    }
+        return dead && *dead >= 1;
+    }, 30s);
     ASSERT_TRUE(dead);
     EXPECT_EQ(*dead, 1.0);
     EXPECT_EQ(metric(port(), "cairn_error_queue_depth"), 0.0);
