@@ -521,8 +521,15 @@ struct journal::impl {
             if (rc != 0) return rc;
         }
         if (!o.put_late.empty()) {
-            // Numbered after this group's earlier outcomes of the shard, else after the committed last.
+            // Numbered after this group's earlier outcomes of the shard, else after the committed last:
+            // the published number, or the group committed before this one when it is not durable yet
+            // (its numbers are not published until it is).
             std::uint64_t number = late_last[o.shard].load();
+            if (unsynced) {
+                for (const auto& [shard, n] : unsynced->late_updates) {
+                    if (shard == o.shard) number = n;
+                }
+            }
             for (const auto& [shard, n] : late_updates) {
                 if (shard == o.shard) number = n;
             }

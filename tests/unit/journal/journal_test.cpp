@@ -707,6 +707,36 @@ TEST(journal, a_cursor_is_rewound_only_when_asked_and_only_to_ops_still_kept) {
 // Late applications (retries, re-injected dead letters) are numbered per shard as they commit; the
 // numbers survive a reopen and keep counting after retention deleted the entries, so a shard's late
 // mark never names a number that is given again.
+// Two outcomes of one shard in groups committed back to back: the second is numbered while the first
+// is committed but not yet durable (so not published), and still comes after it.
+TEST(journal, late_applications_of_consecutive_groups_are_numbered_after_each_other) {
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    auto o = test::test_options(dir.path(), wall);
+    o.retention = std::chrono::seconds(60);
+    o.group_ops_max = 2;  // an outcome with one late application weighs 2: one per group
+    auto j = std::move(journal::open(o, clock).value());
+    test::writer_gate gate(*j);
+    test::collector<appended> appended_first;
+    j->append(make_ops(1, clock), {}, appended_first.callback(0));
+    gate.wait_entered();
+    test::collector<void> c;
+    for (std::uint64_t seq : {5, 6, 7}) {
+        apply_outcome out;
+        out.put_late.push_back({0, 999, seq, wall.now(), "op " + std::to_string(seq)});
+        j->commit_outcome(std::move(out), c.callback(seq));
+    }
+    gate.release();
+    for (std::size_t seq : {5, 6, 7}) ASSERT_TRUE(c.get(seq));
+    EXPECT_EQ(j->late_last(0), 3u);
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> got;  // (number, seq)
+    const auto listed = j->list_late(0, 0, 10);
+    ASSERT_TRUE(listed);
+    for (const auto& l : listed.value()) got.emplace_back(l.number, l.seq);
+    EXPECT_EQ(got, (std::vector<std::pair<std::uint64_t, std::uint64_t>>{{1, 5}, {2, 6}, {3, 7}}));
+}
+
 TEST(journal, late_applications_are_numbered_per_shard_and_the_numbers_never_repeat) {
     test::temp_dir dir;
     test::manual_wall wall;
