@@ -230,6 +230,10 @@ class Feed(unittest.TestCase):
                     # Every op is applied before the consumer takes more than one page: 20 pages, 2 buffered.
                     await read_until(c, top, top - 1, name=g)
                     ops = list((await asyncio.wait_for(first, 30)).ops)
+                    # The pages are pushed after the ops are applied, not with them: the consumer waits
+                    # until its buffer is full and the subscription paused (else a fast consumer could
+                    # take every page before the buffer ever filled, and nothing would pause).
+                    await support.until(lambda: sub._state == "paused", 30, "the subscription to pause with 2 pages buffered")
 
                     async def rest() -> None:
                         nonlocal ops
