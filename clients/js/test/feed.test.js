@@ -166,6 +166,15 @@ for (const transport of ['ws', 'http']) {
       const top = Math.max(...acks.map((a) => a.seq));
       await readUntil(client, { from: top - 1, name: g.name }, top);
       const head = (await first).value.ops;
+      if (transport === 'ws') {
+        // Pages are pushed after the ops are applied, not with them: wait until the buffer is full and the
+        // subscription paused, else a fast consumer could take every page before anything paused.
+        const deadline = Date.now() + 30_000;
+        while (sub.state_ !== 'paused') {
+          if (Date.now() > deadline) assert.fail('the subscription never paused with 2 pages buffered');
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+      }
       const got = consume(sub);
       await whenTrue(got.events, ['page'], () => head.length + got.ops.length >= 100 || got.error, 'every op');
       await sub.return();
