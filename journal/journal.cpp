@@ -131,7 +131,7 @@ struct journal::impl {
     std::atomic<std::uint64_t> last_seq{0};
     std::atomic<std::uint64_t> min_cursor{0};
     std::unique_ptr<std::atomic<std::uint64_t>[]> cursors;  // opts.shard_count entries
-    std::unique_ptr<std::atomic<std::uint64_t>[]> late_last;  // opts.shard_count entries
+    std::unique_ptr<std::atomic<std::uint64_t>[]> late_last;  // opts.shard_count entries, published when durable
     std::atomic<int> inject_commit_error{0};
 
     std::mutex listener_mu;
@@ -157,7 +157,8 @@ struct journal::impl {
 
     std::uint64_t journal_id = 0;  // meta journal_id: set by open, read-only afterwards
 
-    // Writer thread only.
+    // Writer thread only: what it committed (ahead of what is published by at most one group).
+    std::unique_ptr<std::uint64_t[]> late_committed;  // opts.shard_count entries
     std::uint64_t next_seq = 1;
     std::uint64_t ts_max = 0;
     std::uint64_t retention_last_ms = 0;
@@ -377,6 +378,7 @@ struct journal::impl {
         const bool appended_any = seq != next_seq;
         next_seq = seq;
         ts_max = ts_seen;
+        for (const auto& [shard, n] : late_updates) late_committed[shard] = n;
         std::size_t weight_total = 0;
         for (const auto& r : group) weight_total += weight(r);
         group_ops.observe(static_cast<double>(weight_total));
@@ -521,15 +523,9 @@ struct journal::impl {
             if (rc != 0) return rc;
         }
         if (!o.put_late.empty()) {
-            // Numbered after this group's earlier outcomes of the shard, else after the committed last:
-            // the published number, or the group committed before this one when it is not durable yet
-            // (its numbers are not published until it is).
-            std::uint64_t number = late_last[o.shard].load();
-            if (unsynced) {
-                for (const auto& [shard, n] : unsynced->late_updates) {
-                    if (shard == o.shard) number = n;
-                }
-            }
+            // Numbered after this group's earlier outcomes of the shard, else after the last committed
+            // number (not the published one, which lags while a group waits for its flush).
+            std::uint64_t number = late_committed[o.shard];
             for (const auto& [shard, n] : late_updates) {
                 if (shard == o.shard) number = n;
             }
@@ -864,10 +860,12 @@ core::result<std::unique_ptr<journal>> journal::open(options opts, core::hlc& cl
         }
     }
     p->late_last = std::make_unique<std::atomic<std::uint64_t>[]>(opts.shard_count);
+    p->late_committed = std::make_unique<std::uint64_t[]>(opts.shard_count);
     for (std::uint32_t shard = 0; shard < opts.shard_count; ++shard) {
         auto n = meta_u64(detail::meta_late_last_key(shard));
         if (!n) return n.error();
         p->late_last[shard].store(n.value().value_or(0));
+        p->late_committed[shard] = n.value().value_or(0);
     }
     if (int rc = t.commit(); rc != 0) return detail::lmdb_error(rc);
     // What open wrote (a new journal's id, the node id) is durable before anything is built on it
