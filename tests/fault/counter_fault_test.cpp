@@ -5,6 +5,7 @@
 // counted twice (the batch being applied at the kill is applied again after the restart).
 #include "tests/support/counter_example.hpp"
 #include "tests/support/e2e.hpp"
+#include "tests/support/wait.hpp"
 
 #include <gtest/gtest.h>
 
@@ -68,15 +69,13 @@ TEST(counter_fault, kill_9_while_applying_counts_every_acknowledged_increment_ex
             }
         });
     }
-    const auto deadline = std::chrono::steady_clock::now() + 120s;
     auto total_acked = [&] {
         std::int64_t n = 0;
         for (auto& w : ws) n += w->acked;
         return n;
     };
     // Past the first applied batches, so that the kill lands while apply is busy.
-    while (total_acked() < 20'000 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
-    ASSERT_GE(total_acked(), 20'000) << first->log_tail();
+    ASSERT_TRUE(wait_until([&] { return total_acked() >= 20'000; }, 120s, 10ms)) << total_acked() << "\n" << first->log_tail();
     first->kill9();
     stop = true;
     for (auto& t : threads) t.join();

@@ -8,6 +8,7 @@
 #include "tests/support/cairnd_fixture.hpp"
 #include "tests/support/e2e.hpp"
 #include "tests/support/repo_file.hpp"
+#include "tests/support/wait.hpp"
 
 #include <gtest/gtest.h>
 
@@ -79,11 +80,12 @@ protected:
             EXPECT_EQ(r.status, 202) << r.body;
         }
         json p;
-        for (int i = 0; i < 600; ++i) {
-            p = json::parse(send("GET", fmt::format("/v1/indexes/{}/clean", index)).body, nullptr, false);
-            if (p.is_object() && p.value("state", "") != "running") break;
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
+        wait_until(
+            [&] {
+                p = json::parse(send("GET", fmt::format("/v1/indexes/{}/clean", index)).body, nullptr, false);
+                return p.is_object() && p.value("state", "") != "running";
+            },
+            std::chrono::seconds(30));
         EXPECT_EQ(p.value("state", ""), "done") << p.dump();
         return p;
     }

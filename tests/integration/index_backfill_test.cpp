@@ -7,6 +7,7 @@
 #include "core/shard_map.hpp"
 #include "tests/support/cairnd_fixture.hpp"
 #include "tests/support/e2e.hpp"
+#include "tests/support/wait.hpp"
 
 #include <gtest/gtest.h>
 #include <msgpack.hpp>
@@ -108,17 +109,16 @@ std::set<std::pair<std::string, std::string>> index_rows(const std::vector<shard
 class index_backfill : public cairnd_test {
 protected:
     json wait_cleaner_done(std::chrono::seconds timeout) {
-        const auto deadline = std::chrono::steady_clock::now() + timeout;
         json p;
-        while (std::chrono::steady_clock::now() < deadline) {
-            auto r = http_get(port(), "/v1/indexes/entries_by_link/clean");
-            if (r && r->status == 200) {
+        const bool done = wait_until(
+            [&] {
+                auto r = http_get(port(), "/v1/indexes/entries_by_link/clean");
+                if (!r || r->status != 200) return false;
                 p = json::parse(r->body);
-                if (p["state"] != "running") return p;
-            }
-            std::this_thread::sleep_for(200ms);
-        }
-        ADD_FAILURE() << "the cleaner did not finish in time: " << p.dump();
+                return p["state"] != "running";
+            },
+            timeout, 200ms);
+        if (!done) ADD_FAILURE() << "the cleaner did not finish in time: " << p.dump();
         return p;
     }
 };

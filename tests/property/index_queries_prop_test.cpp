@@ -7,6 +7,7 @@
 // the model's index rows.
 #include "tests/support/cairnd_fixture.hpp"
 #include "tests/support/e2e.hpp"
+#include "tests/support/wait.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
@@ -69,11 +70,8 @@ protected:
     // waited out and a new run started.
     void clean_and_wait(const std::string& index) {
         auto wait_done = [&] {
-            for (int i = 0; i < 600; ++i) {
-                if (get(fmt::format("/v1/indexes/{}/clean", index))["state"] != "running") return;
-                std::this_thread::sleep_for(50ms);
-            }
-            RC_FAIL("the cleaner did not finish");
+            const bool done = wait_until([&] { return get(fmt::format("/v1/indexes/{}/clean", index))["state"] != "running"; }, 30s);
+            if (!done) RC_FAIL("the cleaner did not finish");
         };
         for (int attempt = 0; attempt < 10; ++attempt) {
             auto r = http_post(port(), fmt::format("/v1/indexes/{}/clean?rate=1000000", index), "");

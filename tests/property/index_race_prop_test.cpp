@@ -8,6 +8,7 @@
 #include "tests/support/cairnd_fixture.hpp"
 #include "tests/support/e2e.hpp"
 #include "tests/support/http_client.hpp"
+#include "tests/support/wait.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
@@ -128,14 +129,16 @@ protected:
     }
     // Waits until the index's back-fill (the run its create started) reports done.
     void wait_backfill(const std::string& index) {
-        const auto deadline = std::chrono::steady_clock::now() + 120s;
-        while (std::chrono::steady_clock::now() < deadline) {
-            const auto p = get(fmt::format("/v1/indexes/{}/clean", index));
-            if (p["state"] == "done") return;
-            if (p["state"] != "running") RC_FAIL(fmt::format("back-fill of {} ended: {}", index, p.dump()));
-            std::this_thread::sleep_for(20ms);
-        }
-        RC_FAIL("the back-fill did not finish");
+        const bool done = wait_until(
+            [&] {
+                const auto p = get(fmt::format("/v1/indexes/{}/clean", index));
+                if (p["state"] != "done" && p["state"] != "running") {
+                    RC_FAIL(fmt::format("back-fill of {} ended: {}", index, p.dump()));
+                }
+                return p["state"] == "done";
+            },
+            120s, 20ms);
+        if (!done) RC_FAIL("the back-fill did not finish");
     }
     // Every entity id the index answers for user u with after=seq, over all pages.
     std::set<std::string> query(int c, const std::string& index, int user, std::uint64_t after) {

@@ -1,6 +1,7 @@
 #include "tests/support/cairnd_process.hpp"
 
 #include "tests/support/e2e.hpp"
+#include "tests/support/wait.hpp"
 
 #include <fmt/format.h>
 
@@ -123,17 +124,17 @@ bool cairnd_process::start(std::chrono::seconds timeout) {
         pid_ = -1;
         return false;
     }
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (!running()) return false;
-        if (opts_.ready_by_log) {
-            if (log_tail(1 << 20).find("cairnd listening on") != std::string::npos) return true;
-        } else if (auto r = http_get(port_, "/livez"); r && r->status == 200) {
-            return true;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return false;
+    bool exited = false;  // it will not become ready: stop waiting
+    const bool ended = wait_until(
+        [&] {
+            exited = !running();
+            if (exited) return true;
+            if (opts_.ready_by_log) return log_tail(1 << 20).find("cairnd listening on") != std::string::npos;
+            const auto r = http_get(port_, "/livez");
+            return r && r->status == 200;
+        },
+        timeout);
+    return ended && !exited;
 }
 
 bool cairnd_process::running() {
@@ -158,17 +159,17 @@ void cairnd_process::kill9() {
 
 int cairnd_process::wait_exit(std::chrono::milliseconds timeout) {
     if (pid_ <= 0) return -1;
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        int status = 0;
-        const pid_t r = ::waitpid(pid_, &status, WNOHANG);
-        if (r == pid_) {
+    int code = -1;
+    wait_until(
+        [&] {
+            int status = 0;
+            if (::waitpid(pid_, &status, WNOHANG) != pid_) return false;
             pid_ = -1;
-            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return -1;
+            code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            return true;
+        },
+        timeout, std::chrono::milliseconds(20));
+    return code;
 }
 
 int cairnd_process::terminate(std::chrono::seconds timeout) {

@@ -1,5 +1,6 @@
 #include "tests/support/test_shards.hpp"
 #include "tests/support/shard_tables.hpp"
+#include "tests/support/wait.hpp"
 
 #include "shards/edge_store.hpp"
 
@@ -109,13 +110,12 @@ void lock_database(const std::string& db) {
 
 bool wait_for_value(const shard_endpoint& s, const std::string& db, const std::string& sql, const std::string& expected,
                     std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-        auto r = db.empty() ? query_sql(s, sql) : query_sql(s, sql, db);
-        if (r && r.value().size() == 1 && r.value().front() == expected) return true;
-        if (std::chrono::steady_clock::now() >= deadline) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    return wait_until(
+        [&] {
+            auto r = db.empty() ? query_sql(s, sql) : query_sql(s, sql, db);
+            return r && r.value().size() == 1 && r.value().front() == expected;
+        },
+        timeout, std::chrono::milliseconds(20));
 }
 
 bool wait_for_table(const shard_endpoint& s, const std::string& db, const std::string& table, std::chrono::milliseconds timeout) {

@@ -3,6 +3,7 @@
 #include "net/http_server.hpp"
 
 #include "tests/support/http_client.hpp"
+#include "tests/support/wait.hpp"
 #include "tests/unit/net/net_test_util.hpp"
 
 #include <boost/asio/redirect_error.hpp>
@@ -42,11 +43,8 @@ std::atomic<int> waits_started{0};
 
 // Returns once a /wait handler beyond `before` has begun (or fails after 5 s).
 void await_wait_started(int before) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (waits_started.load() <= before && std::chrono::steady_clock::now() < until) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    ASSERT_GT(waits_started.load(), before) << "the /wait handler never started";
+    ASSERT_TRUE(test::wait_until([&] { return waits_started.load() > before; }, std::chrono::seconds(5), std::chrono::milliseconds(2)))
+        << "the /wait handler never started";
 }
 
 // Routes most tests share.
@@ -227,12 +225,7 @@ TEST_F(http_server_test, header_over_the_limit_is_431) {
 
 // True once the metrics text holds `series value`, within max.
 bool wait_metric(const core::registry& reg, const std::string& line, std::chrono::milliseconds max) {
-    const auto until = std::chrono::steady_clock::now() + max;
-    while (reg.render().find(line) == std::string::npos) {
-        if (std::chrono::steady_clock::now() > until) return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    return true;
+    return test::wait_until([&] { return reg.render().find(line) != std::string::npos; }, max, std::chrono::milliseconds(2));
 }
 
 // Only connections that are all busy make the server full: a 503 then, and a slot frees once one ends.
@@ -548,12 +541,7 @@ TEST_F(http_server_test, connections_gauge_follows_open_connections) {
         ASSERT_TRUE(b.send(http::verb::get, "/hello"));
         EXPECT_NE(srv_->metrics.render().find("cairn_http_connections 2"), std::string::npos);
     }
-    bool zero = false;
-    for (int i = 0; i < 200 && !zero; ++i) {
-        zero = srv_->metrics.render().find("cairn_http_connections 0") != std::string::npos;
-        if (!zero) std::this_thread::sleep_for(10ms);
-    }
-    EXPECT_TRUE(zero);
+    EXPECT_TRUE(wait_metric(srv_->metrics, "cairn_http_connections 0", 2s));
     EXPECT_EQ(srv_->server->connections(), 0u);
 }
 
