@@ -5,6 +5,7 @@
 // with statements and connects in flight). Every stop must end with exit code 0 within the drain
 // time plus a margin; and at the end every acknowledged write is on the shards.
 #include "tests/support/e2e.hpp"
+#include "tests/support/wait.hpp"
 #include "tests/support/tcp_proxy.hpp"
 #include "tests/support/ws_client.hpp"
 
@@ -75,7 +76,7 @@ public:
             threads_.emplace_back([this, port] {
                 http_client idle(port);
                 if (!idle.send(http::verb::get, "/livez")) return;
-                while (!stop_ && idle.is_open()) std::this_thread::sleep_for(5ms);
+                wait_until([&] { return stop_ || !idle.is_open(); }, 120s, 5ms);
             });
         }
         if (rng() % 2 == 0) {

@@ -5,6 +5,7 @@
 // same request works as a /v1/ws message.
 #include "tests/support/cairnd_process.hpp"
 #include "tests/support/e2e.hpp"
+#include "tests/support/wait.hpp"
 #include "tests/support/ws_client.hpp"
 
 #include <gtest/gtest.h>
@@ -182,17 +183,18 @@ TEST(feed, a_range_retention_retired_is_gone_with_the_oldest_seq) {
     cairnd_process gw(feed_options("cairn_feed_gone", "retention_seconds = 0"));
     ASSERT_TRUE(gw.start()) << gw.log_tail();
     // Retention runs on the journal's writer as writes come: keep writing until the first ops are retired.
-    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    std::optional<simple_reply> w;
     std::optional<simple_reply> r;
-    while (std::chrono::steady_clock::now() < deadline) {
-        auto w = http_post(gw.port(), "/v1/graphs/g/edges?wait=applied", R"({"source_id": 1, "destination_id": 2})");
-        ASSERT_TRUE(w);
-        ASSERT_EQ(w->status, 202) << w->body;
-        r = http_get(gw.port(), "/v1/feed?from=0");
-        ASSERT_TRUE(r);
-        if (r->status == 410) break;
-        std::this_thread::sleep_for(100ms);
-    }
+    wait_until(
+        [&] {
+            w = http_post(gw.port(), "/v1/graphs/g/edges?wait=applied", R"({"source_id": 1, "destination_id": 2})");
+            if (!w || w->status != 202) return true;  // a failed write ends the wait: asserted below
+            r = http_get(gw.port(), "/v1/feed?from=0");
+            return !r || r->status == 410;
+        },
+        30s, 100ms);
+    ASSERT_TRUE(w);
+    ASSERT_EQ(w->status, 202) << w->body;
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 410) << r->body;
     const json p = json::parse(r->body);

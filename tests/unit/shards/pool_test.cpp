@@ -3,6 +3,7 @@
 // (SIGSTOP), resumes and kills itself. Without a server a test skips, unless CI=true.
 #include <utility>  // Boost 1.74's awaitable.hpp forgets it.
 
+#include "tests/support/wait.hpp"
 #include "tests/unit/shards/shard_test_env.hpp"
 #include "shards/pool.hpp"
 
@@ -146,28 +147,26 @@ public:
     // kill(2) returns before a multi-threaded process has stopped: wait (bounded) until every
     // thread of the server shows state T in /proc.
     bool wait_stopped() const {
-        for (int i = 0; i < 2000; ++i) {
-            bool all = true;
-            std::error_code ec;
-            const std::filesystem::path tasks = "/proc/" + std::to_string(pid_) + "/task";
-            for (const auto& t : std::filesystem::directory_iterator(tasks, ec)) {
-                std::ifstream in(t.path() / "stat");
-                std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-                const auto paren = stat.rfind(')');
-                if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'T') {
-                    all = false;
-                    break;
+        bool unreadable = false;  // the process is gone: it will not stop
+        const bool ended = test::wait_until(
+            [&] {
+                std::error_code ec;
+                const std::filesystem::path tasks = "/proc/" + std::to_string(pid_) + "/task";
+                bool all = true;
+                for (const auto& t : std::filesystem::directory_iterator(tasks, ec)) {
+                    std::ifstream in(t.path() / "stat");
+                    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+                    const auto paren = stat.rfind(')');
+                    if (paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] != 'T') {
+                        all = false;
+                        break;
+                    }
                 }
-            }
-            if (ec) {
-                return false;
-            }
-            if (all) {
-                return true;
-            }
-            std::this_thread::sleep_for(1ms);
-        }
-        return false;
+                unreadable = static_cast<bool>(ec);
+                return unreadable || all;
+            },
+            2s, 1ms);
+        return ended && !unreadable;
     }
 
     void kill_now() {
