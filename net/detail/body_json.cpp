@@ -1,6 +1,7 @@
 #include "net/detail/body_json.hpp"
 
 #include "net/detail/json_escape.hpp"
+#include "net/detail/msgpack_json.hpp"
 
 #include <msgpack.hpp>
 
@@ -82,51 +83,6 @@ void pack_json(packer& pk, const simdjson::dom::element& v) {
     }
 }
 
-bool append_json(std::string& out, const msgpack::object& o) {
-    switch (o.type) {
-        case msgpack::type::NIL: out += "null"; return true;
-        case msgpack::type::BOOLEAN: out += o.via.boolean ? "true" : "false"; return true;
-        case msgpack::type::POSITIVE_INTEGER: fmt::format_to(std::back_inserter(out), "{}", o.via.u64); return true;
-        case msgpack::type::NEGATIVE_INTEGER: fmt::format_to(std::back_inserter(out), "{}", o.via.i64); return true;
-        case msgpack::type::FLOAT32:
-        case msgpack::type::FLOAT64:
-            // JSON has no NaN or infinity, so no body written through cairn holds one: a row that
-            // does is not a body (found by body_json_fuzz; "nan" is not JSON).
-            if (!std::isfinite(o.via.f64)) return false;
-            {
-                // Shortest text that reads back as the same double, and as a double: an integral
-                // value (written as a float by another writer, e.g. a float32 3.0, or beyond the
-                // integers' range) keeps a ".0" where fmt would write none ("3").
-                const std::size_t start = out.size();
-                fmt::format_to(std::back_inserter(out), "{}", o.via.f64);
-                if (out.find_first_of(".eE", start) == std::string::npos) out += ".0";
-            }
-            return true;
-        case msgpack::type::STR: append_json_string(out, std::string_view(o.via.str.ptr, o.via.str.size)); return true;
-        case msgpack::type::ARRAY:
-            out += '[';
-            for (std::uint32_t i = 0; i < o.via.array.size; ++i) {
-                if (i) out += ',';
-                if (!append_json(out, o.via.array.ptr[i])) return false;
-            }
-            out += ']';
-            return true;
-        case msgpack::type::MAP:
-            out += '{';
-            for (std::uint32_t i = 0; i < o.via.map.size; ++i) {
-                const auto& kv = o.via.map.ptr[i];
-                if (kv.key.type != msgpack::type::STR) return false;
-                if (i) out += ',';
-                append_json_string(out, std::string_view(kv.key.via.str.ptr, kv.key.via.str.size));
-                out += ':';
-                if (!append_json(out, kv.val)) return false;
-            }
-            out += '}';
-            return true;
-        default: return false;  // bin and ext never come from JSON
-    }
-}
-
 // The first array or object of v (depth levels deep) that the reader would refuse, as a message.
 std::optional<std::string> shape_error(const simdjson::dom::element& v, std::size_t depth) {
     if (depth > stored_body_depth_max) return fmt::format("nests deeper than {} levels", stored_body_depth_max);
@@ -161,6 +117,51 @@ std::optional<std::string> shape_error(const simdjson::dom::element& v, std::siz
 
 }  // namespace
 
+bool append_msgpack_json(std::string& out, const msgpack::object& o) {
+    switch (o.type) {
+        case msgpack::type::NIL: out += "null"; return true;
+        case msgpack::type::BOOLEAN: out += o.via.boolean ? "true" : "false"; return true;
+        case msgpack::type::POSITIVE_INTEGER: fmt::format_to(std::back_inserter(out), "{}", o.via.u64); return true;
+        case msgpack::type::NEGATIVE_INTEGER: fmt::format_to(std::back_inserter(out), "{}", o.via.i64); return true;
+        case msgpack::type::FLOAT32:
+        case msgpack::type::FLOAT64:
+            // JSON has no NaN or infinity, so no body written through cairn holds one: a row that
+            // does is not a body (found by body_json_fuzz; "nan" is not JSON).
+            if (!std::isfinite(o.via.f64)) return false;
+            {
+                // Shortest text that reads back as the same double, and as a double: an integral
+                // value (written as a float by another writer, e.g. a float32 3.0, or beyond the
+                // integers' range) keeps a ".0" where fmt would write none ("3").
+                const std::size_t start = out.size();
+                fmt::format_to(std::back_inserter(out), "{}", o.via.f64);
+                if (out.find_first_of(".eE", start) == std::string::npos) out += ".0";
+            }
+            return true;
+        case msgpack::type::STR: append_json_string(out, std::string_view(o.via.str.ptr, o.via.str.size)); return true;
+        case msgpack::type::ARRAY:
+            out += '[';
+            for (std::uint32_t i = 0; i < o.via.array.size; ++i) {
+                if (i) out += ',';
+                if (!append_msgpack_json(out, o.via.array.ptr[i])) return false;
+            }
+            out += ']';
+            return true;
+        case msgpack::type::MAP:
+            out += '{';
+            for (std::uint32_t i = 0; i < o.via.map.size; ++i) {
+                const auto& kv = o.via.map.ptr[i];
+                if (kv.key.type != msgpack::type::STR) return false;
+                if (i) out += ',';
+                append_json_string(out, std::string_view(kv.key.via.str.ptr, kv.key.via.str.size));
+                out += ':';
+                if (!append_msgpack_json(out, kv.val)) return false;
+            }
+            out += '}';
+            return true;
+        default: return false;  // bin and ext never come from JSON
+    }
+}
+
 std::variant<std::string, input_error> stored_body_of(const simdjson::dom::element& value, const std::string& field,
                                                       std::size_t compress_min) {
     if (!value.is_object()) return input_error{field, "must be a JSON object"};
@@ -194,7 +195,7 @@ std::optional<std::string> stored_body_json(std::string_view stored) {
         if (offset != packed.value().size()) return std::nullopt;
         std::string out;
         // A body is an object; a row holding anything else is not one.
-        if (oh.get().type != msgpack::type::MAP || !append_json(out, oh.get())) return std::nullopt;
+        if (oh.get().type != msgpack::type::MAP || !append_msgpack_json(out, oh.get())) return std::nullopt;
         return out;
     } catch (const std::exception&) {
         return std::nullopt;

@@ -64,6 +64,101 @@ TEST(ws_message, subscribe_and_unsubscribe_take_only_what_they_need) {
     }
 }
 
+// Nesting: the message's object is the first of at most 32 levels, in either kind of frame.
+TEST(ws_message, nesting_of_32_levels_is_read_and_33_refused) {
+    const auto text = [](int levels) {  // the message and levels - 1 arrays in its body
+        return R"({"id": 1, "path": "/x", "body": )" + std::string(static_cast<std::size_t>(levels - 1), '[') +
+               std::string(static_cast<std::size_t>(levels - 1), ']') + "}";
+    };
+    EXPECT_TRUE(parse_message(text(32), false).error.empty()) << parse_message(text(32), false).error;
+    EXPECT_FALSE(parse_message(text(33), false).error.empty());
+    const auto binary = [](int levels) {  // msgpack {"id": 1, "path": "/x", "body": [[...[1]...]]}
+        return "\x83\xa2id\x01\xa4path\xa2/x\xa4" "body"s + std::string(static_cast<std::size_t>(levels - 1), '\x91') + "\x01";
+    };
+    EXPECT_TRUE(parse_message(binary(32), true).error.empty()) << parse_message(binary(32), true).error;
+    EXPECT_FALSE(parse_message(binary(33), true).error.empty());
+}
+
+// The body reaches the route as JSON text that means what was sent: a text frame's as it came
+// (without the whitespace around it), a binary frame's written from its msgpack.
+TEST(ws_message, the_body_is_handed_on_as_json_text) {
+    auto m = parse_message(R"({"id": 7, "method": "POST", "path": "/v1/x", "body" :  { "a" : [1, 2.5, "\u00e9"], "b": null }  })", false);
+    ASSERT_TRUE(m.error.empty()) << m.error;
+    EXPECT_EQ(m.id, 7);
+    EXPECT_EQ(m.method, boost::beast::http::verb::post);
+    EXPECT_EQ(m.body, R"({ "a" : [1, 2.5, "\u00e9"], "b": null })");
+    m = parse_message(R"({"body": [true, false], "path": "/x", "id": "s"})", false);
+    ASSERT_TRUE(m.error.empty()) << m.error;
+    EXPECT_EQ(m.body, "[true, false]");
+    EXPECT_EQ(m.id, "s");
+    m = parse_message(R"({"id": 1, "path": "/x", "body": 12 })", false);
+    EXPECT_EQ(m.body, "12");
+    m = parse_message(R"({"id": 1, "path": "/x", "body": null})", false);
+    ASSERT_TRUE(m.error.empty()) << m.error;
+    EXPECT_TRUE(m.body.empty());
+    // msgpack {"id": -3, "path": "/x", "body": {"a": [1, -2, "é", nil, true]}}
+    m = parse_message("\x83\xa2id\xfd\xa4path\xa2/x\xa4" "body\x81\xa1" "a\x95\x01\xfe\xa2\xc3\xa9\xc0\xc3"s, true);
+    ASSERT_TRUE(m.error.empty()) << m.error;
+    EXPECT_EQ(m.id, -3);
+    EXPECT_EQ(m.body, R"({"a":[1,-2,"é",null,true]})");
+}
+
+// Every byte of a text frame is checked, also where nothing is taken from it: a member that is
+// not used, a body, what follows the object.
+TEST(ws_message, text_frames_are_checked_to_the_last_byte) {
+    for (const std::string text : {
+             R"({"id": 1, "path": "/x", "body": {"a": tru}})",
+             R"({"id": 1, "path": "/x", "body": [1, 2,]})",
+             R"({"id": 1, "path": "/x", "body": {"a": 01}})",
+             R"({"id": 1, "path": "/x", "body": {"a": "\x"}})",
+             R"({"id": 1, "path": "/x", "body": {"a": 1e400}})",
+             R"({"id": 1, "path": "/x", "extra": [nul]})",
+             R"({"id": 1, "path": "/x", "method": {"a": 1, "a": 2}})",
+             R"({"id": 1, "path": "/x"} {})",
+             R"({"id": 1, "path": "/x"} x)",
+             R"({"id": 1, "path": "/x", "body": {"a": 1}])",
+             R"({"id": 1, "path": "/x", "body": {"a": [1}]})",
+             R"({"id": 1x, "path": "/x"})",
+             R"({"id": 1, "path": "/x",})",
+             "{\"id\": 1, \"path\": \"/x\x01\"}",
+         }) {
+        const auto m = parse_message(text, false);
+        EXPECT_FALSE(m.error.empty()) << text;
+        EXPECT_TRUE(m.id.is_null()) << text << ": a frame that is not JSON has no id to answer with";
+    }
+}
+
+// Which rule answers first: a frame that is not one object within the limits is refused as a
+// whole before its id is read; then the id; then the members in their order of the keys.
+TEST(ws_message, the_first_rule_broken_gives_the_answer) {
+    auto m = parse_message(R"({"id": 1.5, "path": "/x", "body": {"k": 1, "k": 2}})", false);
+    EXPECT_TRUE(m.error_field.empty()) << m.error;
+    m = parse_message(R"({"id": 1.5, "zeta": 1, "alpha": 2, "path": "/x"})", false);
+    EXPECT_EQ(m.error_field, "id");
+    m = parse_message(R"({"id": 1, "zeta": 1, "alpha": 2, "path": 3})", false);
+    EXPECT_EQ(m.error_field, "alpha");
+    EXPECT_EQ(m.id, 1);
+    m = parse_message(R"({"id": 2, "method": 4, "path": 3})", false);
+    EXPECT_EQ(m.error_field, "method");
+    m = parse_message(R"({"id": 2, "path": "/x", "idempotency_key": 5})", false);
+    EXPECT_EQ(m.error_field, "idempotency_key");
+    // msgpack {"id": 1, "path": "/x", "zz": "\xff"}: a string that is not UTF-8 comes before the unknown member
+    m = parse_message("\x83\xa2id\x01\xa4path\xa2/x\xa2zz\xa1\xff"s, true);
+    EXPECT_FALSE(m.error.empty());
+    EXPECT_TRUE(m.error_field.empty()) << m.error;
+    EXPECT_EQ(m.id, 1);
+}
+
+// A binary frame's body must have a JSON form: bin, ext, NaN and infinities are refused by name.
+TEST(ws_message, binary_bodies_without_a_json_form_are_refused) {
+    const std::string head = "\x83\xa2id\x01\xa4path\xa2/x\xa4" "body"s;
+    for (const std::string& body : {"\xc4\x02\x01\x02"s, "\xd4\x01\x02"s, "\xcb\x7f\xf8\0\0\0\0\0\0"s, "\x81\xa1k\xcb\x7f\xf0\0\0\0\0\0\0"s}) {
+        const auto m = parse_message(head + body, true);
+        EXPECT_EQ(m.error_field, "body") << m.error;
+    }
+    EXPECT_FALSE(parse_message("\x83\xa2id\x01\xa4path\xa2/x\xa4" "body\x81\x01\x02"s, true).error.empty()) << "a key that is not a string";
+}
+
 // A header that claims more elements than the frame has bytes is refused as it is read: these
 // frames of 5 bytes would otherwise make msgpack-c reserve room for millions of objects.
 TEST(ws_message, claimed_sizes_beyond_the_frame_are_refused) {
