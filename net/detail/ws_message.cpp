@@ -53,7 +53,7 @@ struct members {
     bool body_present = false;
     std::string body;               // JSON text, empty for none or null
     bool body_representable = true; // binary: false when the body holds bin, ext, NaN or infinity
-    bool strings_utf8 = true;       // binary: every key and string is UTF-8
+    bool strings_utf8 = true;       // every key and string is UTF-8 (a text frame's always are: simdjson checks)
     std::optional<std::string> unknown;  // the first unknown member in byte order of the keys
 };
 
@@ -208,22 +208,14 @@ bool read_text(std::string_view data, members& found) {
         doc.get_object().get(top) != simdjson::SUCCESS) {
         return false;
     }
-    std::uint32_t seen = 0;  // the known members met, one bit each
-    std::vector<std::string> unknown_keys;
+    key_set keys(0);  // the message's own keys, one of them twice refuses it like any object's
     for (auto field_result : top) {
         od::field field;
         std::string_view key;
         if (std::move(field_result).get(field) != simdjson::SUCCESS || field.unescaped_key().get(key) != simdjson::SUCCESS) return false;
+        keys.add(key);
         const member which = member_of(key);
-        if (which == member::unknown) {
-            if (std::find(unknown_keys.begin(), unknown_keys.end(), key) != unknown_keys.end()) return false;
-            unknown_keys.emplace_back(key);
-            note_unknown(found, key);
-        } else {
-            const std::uint32_t bit = 1u << static_cast<unsigned>(which);
-            if (seen & bit) return false;  // a key twice
-            seen |= bit;
-        }
+        if (which == member::unknown) note_unknown(found, key);
         od::value v = field.value();
         od::json_type type;
         if (v.type().get(type) != simdjson::SUCCESS) return false;
@@ -242,7 +234,7 @@ bool read_text(std::string_view data, members& found) {
         if (!ok) return false;
     }
     // Nothing may follow the object.
-    return doc.current_location().error() == simdjson::OUT_OF_BOUNDS;
+    return keys.unique() && doc.current_location().error() == simdjson::OUT_OF_BOUNDS;
 }
 
 // ---- binary frames --------------------------------------------------------------------------
@@ -332,11 +324,11 @@ bool path_ok(const string_member& p) {
     return p.is_string && !p.text.empty() && p.text.front() == '/' && p.text.size() <= path_bytes_max;
 }
 
-message decide(members& found, bool binary) {
+message decide(members& found) {
     message m;
     if (found.id.is_null()) return refuse(std::move(m), "id must be an integer or a string of at most 128 bytes; answers carry it back", "id");
     m.id = std::move(found.id);
-    if (binary && !found.strings_utf8) return refuse(std::move(m), "every string of a binary frame (keys included) must be valid UTF-8");
+    if (!found.strings_utf8) return refuse(std::move(m), "every string of a binary frame (keys included) must be valid UTF-8");
     if (found.unknown) return refuse(std::move(m), "unknown member (known: id, method, path, body, idempotency_key)", *found.unknown);
     if (found.method.present) {
         const std::string_view name = found.method.is_string ? found.method.text : std::string_view{};
@@ -394,7 +386,7 @@ message parse_unchecked(std::string_view data, bool binary) {
                          : "a text frame must be one JSON object (nested at most 32 deep, no key twice in an object)";
         return m;
     }
-    return decide(found, binary);
+    return decide(found);
 }
 
 }  // namespace

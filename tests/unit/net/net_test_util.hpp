@@ -8,6 +8,7 @@
 #include "net/auth.hpp"
 #include "net/http_server.hpp"
 #include "net/router.hpp"
+#include "tests/support/wait.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -97,12 +98,7 @@ public:
 
     // True once every io_context thread has returned (all work done), within max.
     bool wait_stopped(std::chrono::milliseconds max) {
-        const auto until = std::chrono::steady_clock::now() + max;
-        while (!ioc.stopped()) {
-            if (std::chrono::steady_clock::now() > until) return false;
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
-        return true;
+        return test::wait_until([this] { return ioc.stopped(); }, max, std::chrono::milliseconds(5));
     }
 
     // Stops the server and reports whether the io_context ran out of work within max.
