@@ -196,6 +196,7 @@ int main(int argc, char** argv) {
     journal::options jopts;
     jopts.path = cfg.journal_path;
     jopts.size_bytes_max = cfg.journal_size_bytes_max;
+    jopts.grow_bytes = cfg.journal_grow_bytes;
     jopts.retention = cfg.journal_retention;
     jopts.node_id = cfg.node_id;
     jopts.shard_count = static_cast<std::uint32_t>(cfg.shards.size());

@@ -315,6 +315,7 @@ config_result parse_config(std::string_view text, std::string_view source_name) 
         table_reader r(*t, "journal");
         r.string("path", c.journal_path);
         r.integer("size_bytes_max", c.journal_size_bytes_max, 1 << 20, std::int64_t{1} << 42);
+        r.integer("grow_bytes", c.journal_grow_bytes, 0, std::int64_t{1} << 30);
         r.duration("retention_seconds", c.journal_retention, 0, std::int64_t{366} * 24 * 3600);
         r.integer("queue_ops_max", c.lim.journal_queue_ops_max, 1, 10'000'000);
         r.integer("group_ops_max", c.lim.journal_group_ops_max, 1, 1'000'000);
@@ -485,6 +486,7 @@ std::string config_to_toml(const config& c, bool redact_secrets) {
     root.insert("listen", std::move(listen));
     root.insert("journal", toml::table{{"path", c.journal_path},
                                        {"size_bytes_max", n(c.journal_size_bytes_max)},
+                                       {"grow_bytes", n(c.journal_grow_bytes)},
                                        {"retention_seconds", n(c.journal_retention.count())},
                                        {"queue_ops_max", n(l.journal_queue_ops_max)},
                                        {"group_ops_max", n(l.journal_group_ops_max)},

@@ -62,6 +62,7 @@ struct config {
     tls_config tls;
     std::string journal_path = "var/journal";
     std::uint64_t journal_size_bytes_max = std::uint64_t{8} << 30;
+    std::uint64_t journal_grow_bytes = std::uint64_t{1} << 20;  // data.mdb grown ahead in steps of this; 0: off
     std::chrono::seconds journal_retention{24 * 3600};
     std::vector<shard_config> shards;  // default: two local shards on 33061 and 33062
     std::vector<token_config> tokens;  // empty: no authentication (loopback development)

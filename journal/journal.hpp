@@ -31,6 +31,10 @@ struct options {
     std::size_t queue_ops_max = 100000;            // ops waiting for the writer; beyond: errc::overloaded
     std::size_t group_ops_max = 10000;             // ops per transaction at most
     std::uint64_t unapplied_ops_max = 50'000'000;  // last_seq - min(cursor) beyond this: errc::overloaded
+    // data.mdb is kept at least half of this past the pages in use, grown this much at a time with
+    // written zeros (never past the map), so that a commit overwrites blocks the file already has and
+    // its flush carries no file-size update; 0: LMDB grows the file itself (docs/journal-format.md).
+    std::uint64_t grow_bytes = 1 << 20;
     // Wall-clock milliseconds for append times, retention and idempotency expiry; injected by tests.
     core::wall_clock_ms wall_ms = core::system_wall_clock_ms;
 };

@@ -170,6 +170,7 @@ running* start() {
     journal::options jopts;
     jopts.path = g->cfg.journal_path;
     jopts.size_bytes_max = g->cfg.journal_size_bytes_max;
+    jopts.grow_bytes = g->cfg.journal_grow_bytes;
     jopts.retention = g->cfg.journal_retention;
     jopts.node_id = g->cfg.node_id;
     jopts.shard_count = static_cast<std::uint32_t>(g->cfg.shards.size());

@@ -349,6 +349,63 @@ TEST(journal, reopen_recovers_everything_acknowledged) {
     EXPECT_GE(s.map_bytes_max, 64u * 1024 * 1024);
 }
 
+// data.mdb is kept grow_bytes / 2 past LMDB's pages in use by zeros written ahead (so a commit's
+// flush carries no size update), never past the map, and a grown file reopens with everything in it.
+// The same appends, one group each, go to a journal that grows ahead and to one that does not, whose
+// file is LMDB's own: the difference is the zeros.
+TEST(journal, the_file_is_grown_ahead_in_steps_and_never_past_the_map) {
+    constexpr std::uint64_t step = 128 * 1024;
+    test::temp_dir dir;
+    test::manual_wall wall;
+    core::hlc clock(7, wall.fn());
+    auto o_own = test::test_options(dir.sub("own"), wall);
+    o_own.grow_bytes = 0;
+    auto o_ahead = test::test_options(dir.sub("ahead"), wall);
+    o_ahead.grow_bytes = step;
+    auto own = std::move(journal::open(o_own, clock).value());
+    auto ahead = std::move(journal::open(o_ahead, clock).value());
+    const auto size = [](const std::string& d) { return std::filesystem::file_size(d + "/data.mdb"); };
+    std::vector<std::pair<std::uint64_t, std::string>> expected;
+    std::uint64_t grown_past_first_step = 0;
+    for (int i = 0; i < 60; ++i) {
+        auto ops = make_ops(100, clock, i * 100);
+        auto a = append_sync(*own, ops);
+        auto b = append_sync(*ahead, ops);
+        ASSERT_TRUE(a && b);
+        ASSERT_EQ(a.value().first_seq, b.value().first_seq);
+        for (std::size_t k = 0; k < ops.size(); ++k) {
+            expected.emplace_back(b.value().first_seq + k, test::expected_bytes(ops[k], 7, b.value().first_seq + k));
+        }
+        const std::uint64_t lmdb = size(o_own.path);
+        const std::uint64_t file = size(o_ahead.path);
+        // Checked before each group: at least half a step ahead then, less what one group of 100
+        // small ops takes (a few pages); and a step is added only when less than half of one is left.
+        EXPECT_GE(file, lmdb + step / 4) << "group " << i;
+        EXPECT_LE(file, lmdb + step + step / 2) << "group " << i;
+        if (file > step) ++grown_past_first_step;
+    }
+    EXPECT_GT(size(o_own.path), 3 * step) << "the appends outgrew several steps";
+    EXPECT_GT(grown_past_first_step, 0u);
+
+    // Never past the map: a 1 MiB map with steps of 4 MiB stops at 1 MiB.
+    auto o_small = test::test_options(dir.sub("small"), wall);
+    o_small.size_bytes_max = 1 << 20;
+    o_small.grow_bytes = 4 << 20;
+    {
+        auto small = std::move(journal::open(o_small, clock).value());
+        ASSERT_TRUE(append_sync(*small, make_ops(10, clock)));
+        EXPECT_EQ(size(o_small.path), std::uint64_t{1} << 20);
+    }
+
+    // A grown file reopens with every op in it, and goes on growing from where it is.
+    ahead.reset();
+    auto again = std::move(journal::open(o_ahead, clock).value());
+    EXPECT_EQ(again->last_seq(), expected.back().first);
+    for (const auto& [seq, bytes] : expected) ASSERT_EQ(again->read_op_bytes(seq).value(), bytes) << seq;
+    ASSERT_TRUE(append_sync(*again, make_ops(100, clock, 1'000'000)));
+    EXPECT_GE(size(o_ahead.path), size(o_own.path) + step / 4);
+}
+
 TEST(journal, reopening_with_another_node_id_fails) {
     test::temp_dir dir;
     test::manual_wall wall;
