@@ -76,19 +76,35 @@ void expect_journaled(const std::set<edge_key>& journaled, const std::set<edge_k
 TEST(disk_errors, a_full_disk_refuses_writes_with_503_and_recovers_by_itself_when_there_is_room) {
     CAIRN_REQUIRE_SHARDS(1u);
     disk d;
-    // A full disk fails the writes that need new blocks; LMDB's meta pages and pages it reuses
-    // from its free list are overwritten in place, as on a real full disk.
-    cairnd_process cairnd(d.options("grow", ENOSPC));
+    // A full disk fails the writes that need new blocks (past the file's end); LMDB's meta pages, the
+    // pages it reuses from its free list and the zeros the journal grew the file by ahead
+    // (journal.grow_bytes, small here so that a few hundred writes use them up) are overwritten in
+    // place, as on a real full disk.
+    auto o = d.options("grow", ENOSPC);
+    o.journal_toml = "grow_bytes = 32768\n";
+    cairnd_process cairnd(o);
     ASSERT_TRUE(cairnd.start()) << cairnd.log_tail();
     const auto before = write_edges(cairnd.port(), 1'000, 20);
     ASSERT_EQ(before.acked.size(), 20u);
 
     d.fail();
-    // Each write is either committed (pages reused from the free list: acknowledged) or refused with
-    // 503 disk-full; never journal-failed, and the journal stays writable.
-    const auto full = write_edges(cairnd.port(), 2'000, 60);
-    EXPECT_GE(full.refused.size(), 1u) << "the full disk refused nothing";
-    EXPECT_EQ(full.acked.size() + static_cast<std::size_t>(full.statuses.count(503) ? full.statuses.at(503) : 0), 60u)
+    // Each write is either committed (into the zeros ahead or pages reused from the free list:
+    // acknowledged) or refused with 503 disk-full; never journal-failed, and the journal stays
+    // writable. Written in rounds until the disk refuses one, at most 4,000 writes.
+    write_results full;
+    int sent = 0;
+    while (full.refused.empty() && sent < 4'000) {
+        auto round = write_edges(cairnd.port(), 100'000 + sent, 100);
+        sent += 100;
+        full.acked.merge(round.acked);
+        full.refused.merge(round.refused);
+        for (const auto& [status, n] : round.statuses) full.statuses[status] += n;
+        full.problem_types.merge(round.problem_types);
+    }
+    EXPECT_GE(full.refused.size(), 1u) << "the full disk refused nothing in " << sent << " writes";
+    EXPECT_GE(full.acked.size(), 1u) << "the zeros grown ahead took no write";
+    EXPECT_EQ(full.acked.size() + static_cast<std::size_t>(full.statuses.count(503) ? full.statuses.at(503) : 0),
+              static_cast<std::size_t>(sent))
         << cairnd.log_tail();
     EXPECT_EQ(full.problem_types, std::set<std::string>{"https://cairn.dev/problems/disk-full"}) << cairnd.log_tail();
 
@@ -102,6 +118,8 @@ TEST(disk_errors, a_full_disk_refuses_writes_with_503_and_recovers_by_itself_whe
     expect_journaled(journaled, full.acked);
     expect_journaled(journaled, after.acked);
     for (const auto& e : full.refused) EXPECT_FALSE(journaled.contains(e)) << "refused edge " << e.first << " was journaled";
+    EXPECT_NE(cairnd.log_tail(std::size_t{1} << 20).find("could not grow data.mdb"), std::string::npos)
+        << "the failed extension is not logged:\n" << cairnd.log_tail();
 }
 
 TEST(disk_errors, a_failed_sync_is_sticky_cairnd_exits_and_a_restart_recovers_every_acknowledged_write) {
