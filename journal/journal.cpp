@@ -189,6 +189,7 @@ struct journal::impl {
     std::optional<unsynced_group> unsynced;  // writer thread only
     std::uint64_t group_commits = 0;         // writer thread only: group transactions committed
     std::uint64_t file_bytes = 0;            // writer thread only: data.mdb's size when grow_ahead last looked
+    std::uint64_t page_bytes = 0;            // LMDB's page size: set by open, read-only afterwards
     bool grow_failing = false;               // writer thread only: the last extension failed (logged once)
     std::atomic<int> inject_sync_error{0};
     core::counter idle_syncs;
@@ -407,17 +408,19 @@ struct journal::impl {
     void grow_ahead() {
         if (opts.grow_bytes == 0) return;
         MDB_envinfo info{};
-        MDB_stat st{};
-        if (mdb_env_info(env.get(), &info) != 0 || mdb_env_stat(env.get(), &st) != 0) return;
-        const std::uint64_t used = (std::uint64_t{info.me_last_pgno} + 1) * st.ms_psize;
+        if (mdb_env_info(env.get(), &info) != 0) return;
+        const std::uint64_t used = (std::uint64_t{info.me_last_pgno} + 1) * page_bytes;
         const std::uint64_t map = info.me_mapsize;
-        if (used + opts.grow_bytes / 2 <= file_bytes || file_bytes >= map) return;
+        // The size last seen is a lower bound (only LMDB and this function grow the file): look at
+        // the file itself only when that bound is not enough.
+        const auto far_enough = [&] { return used + opts.grow_bytes / 2 <= file_bytes || file_bytes >= map; };
+        if (far_enough()) return;
         int fd = -1;
         if (mdb_env_get_fd(env.get(), &fd) != 0) return;
         struct ::stat fs{};
         if (::fstat(fd, &fs) != 0) return;
         file_bytes = static_cast<std::uint64_t>(fs.st_size);
-        if (used + opts.grow_bytes / 2 <= file_bytes || file_bytes >= map) return;
+        if (far_enough()) return;
         const std::uint64_t end = std::min(map, std::max(file_bytes, used) + opts.grow_bytes);
         static const std::array<char, 64 * 1024> zeros{};
         while (file_bytes < end) {
@@ -798,6 +801,11 @@ core::result<std::unique_ptr<journal>> journal::open(options opts, core::hlc& cl
     auto e = detail::env::open(opts.path, map_bytes, detail::dbs_max, readers_max);
     if (!e) return e.error();
     p->env = std::move(e.value());
+    {
+        MDB_stat st{};
+        if (int rc = mdb_env_stat(p->env.get(), &st); rc != 0) return detail::lmdb_error(rc);
+        p->page_bytes = st.ms_psize;
+    }
     {
         int dead = 0;
         if (int rc = mdb_reader_check(p->env.get(), &dead); rc != 0) return detail::lmdb_error(rc);
