@@ -330,6 +330,7 @@ config_result parse_config(std::string_view text, std::string_view source_name) 
         r.boolean("paused", c.apply_paused);
         r.integer("batch_ops_max", c.lim.apply_batch_ops_max, 1, 100'000);
         r.integer("batch_bytes_max", c.lim.apply_batch_bytes_max, 1024, 64 << 20);
+        r.duration("batch_interval_ms", c.lim.apply_batch_interval, 0, 1000);
         r.integer("retry_attempts_max", c.lim.retry_attempts_max, 1, 1000);
         r.duration("retry_backoff_initial_ms", c.lim.retry_backoff_initial, 1, 3'600'000);
         r.duration("retry_backoff_max_ms", c.lim.retry_backoff_max, 1, 86'400'000);
@@ -496,6 +497,7 @@ std::string config_to_toml(const config& c, bool redact_secrets) {
     root.insert("apply", toml::table{{"paused", c.apply_paused},
                                      {"batch_ops_max", n(l.apply_batch_ops_max)},
                                      {"batch_bytes_max", n(l.apply_batch_bytes_max)},
+                                     {"batch_interval_ms", ms(l.apply_batch_interval)},
                                      {"retry_attempts_max", n(l.retry_attempts_max)},
                                      {"retry_backoff_initial_ms", ms(l.retry_backoff_initial)},
                                      {"retry_backoff_max_ms", ms(l.retry_backoff_max)},

@@ -51,6 +51,12 @@ struct limits {
     // the bytes cap keeps a batch's statements far below the shards' max_allowed_packet (16 MiB).
     std::size_t apply_batch_ops_max = 5000;
     std::size_t apply_batch_bytes_max = 4 << 20;
+    // While a shard keeps getting new ops, its worker starts a batch at most this often (0: as soon
+    // as ops arrive): what arrives meanwhile waits in the journal for the next, larger batch. Each
+    // batch is a transaction on the shard, a flush of its redo log; one per journal commit took the
+    // disk and CPU that acknowledgements need (docs/config.md has the measurement). A batch that
+    // did not take everything journaled (a backlog) and a read waiting for the apply are not paced.
+    std::chrono::milliseconds apply_batch_interval{50};
     std::chrono::milliseconds query_timeout{10'000};
     std::chrono::milliseconds connect_timeout{3'000};
     std::uint32_t retry_attempts_max = 8;

@@ -45,6 +45,7 @@ apply_worker::apply_worker(asio::any_io_executor ex, journal::journal& j, const 
       target_(target),
       opts_(std::move(opts)),
       wake_(strand_),
+      pace_(strand_),
       paused_(opts_.paused),
       rng_(static_cast<std::minstd_rand::result_type>(opts_.shard + 1)),
       m_applied_seq_(metrics.add_gauge("cairn_apply_applied_seq", "Journal seq applied through, per shard",
@@ -92,7 +93,10 @@ void apply_worker::start() {
 
 void apply_worker::stop() {
     stopping_ = true;
-    asio::post(strand_, [this] { wake_.cancel(); });
+    asio::post(strand_, [this] {
+        wake_.cancel();
+        pace_.cancel();
+    });
     wake_waiters();
 }
 
@@ -120,6 +124,10 @@ asio::awaitable<bool> apply_worker::async_wait_applied(std::uint64_t seq, std::c
     // The seq may have advanced (or stop() run) before the waiter was registered: let
     // wake_waiters decide, under the lock, so that no wake-up is lost.
     wake_waiters();
+    // A reader waiting for an op already journaled is not kept waiting by the pacing of batches
+    // (async_pace looks for such waiters before it waits: either it sees this one or this cancel
+    // finds its wait). One waiting for ops not yet written (a feed's long poll) does not cut it.
+    if (seq <= journal_.last_seq()) asio::post(strand_, [this] { pace_.cancel(); });
     core::error_code ec;
     co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
     {
@@ -156,6 +164,24 @@ void apply_worker::hold_for_routing(bool held) noexcept {
 }
 
 std::uint64_t apply_worker::now_ms() const { return opts_.wall_ms(); }
+
+asio::awaitable<void> apply_worker::async_pace() {
+    if (!std::exchange(pace_next_, false) || opts_.lim.apply_batch_interval <= std::chrono::milliseconds::zero()) co_return;
+    const auto due = batch_started_ + opts_.lim.apply_batch_interval;
+    if (stopping_.load() || std::chrono::steady_clock::now() >= due) co_return;
+    // A backlog (a full batch or more journaled past this one) is applied at full speed.
+    if (journal_.last_seq() - std::min(journal_.last_seq(), batch_through_) >= opts_.lim.apply_batch_ops_max) co_return;
+    {
+        const std::uint64_t journaled = journal_.last_seq();
+        std::lock_guard lock(waiters_mutex_);
+        if (std::any_of(waiters_.begin(), waiters_.end(), [&](const applied_waiter& w) { return w.seq <= journaled; })) {
+            co_return;
+        }
+    }
+    pace_.expires_at(due);
+    core::error_code ec;
+    co_await pace_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+}
 
 asio::awaitable<void> apply_worker::async_sleep(std::chrono::milliseconds d) {
     if (notified_.load() || stopping_.load()) co_return;
@@ -240,6 +266,7 @@ asio::awaitable<void> apply_worker::async_run() {
         if (stopping_) break;
         switch (o) {
             case step_outcome::progressed:
+                co_await async_pace();
                 break;
             case step_outcome::idle:
                 co_await async_sleep(100ms);
@@ -645,6 +672,9 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
 
     if (!mine.empty()) {
         const auto started = std::chrono::steady_clock::now();
+        batch_started_ = started;
+        batch_through_ = taken_through;
+        pace_next_ = true;
         auto session = co_await target_.async_open();
         if (!session) {
             note_outage("connecting", target_.describe_open_failure(session.error()));

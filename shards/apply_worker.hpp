@@ -169,6 +169,12 @@ private:
     // async_apply of one op with its seq, routed by the table in force.
     boost::asio::awaitable<core::result<void>> async_apply_one(apply_session& s, std::uint64_t seq, const core::op& o);
     boost::asio::awaitable<void> async_sleep(std::chrono::milliseconds d);
+    // After a step that applied a batch: waits until lim.apply_batch_interval has passed since that
+    // batch began, unless a full batch or more is journaled past it (a backlog is applied at full
+    // speed) or a reader waits for the apply of an op already journaled (async_wait_applied: a
+    // write's ?wait=applied, a read's ?after=; not a feed's long poll for ops still to come). New
+    // ops do not cut it short; stop() and such a reader do.
+    boost::asio::awaitable<void> async_pace();
     // Marks the shard down (logged once per outage) and doubles outage_delay_.
     // `detail` is the failure as the target or session describes it (the server's own reason).
     void note_outage(std::string_view what, const std::string& detail);
@@ -210,6 +216,12 @@ private:
     std::uint64_t marked_seq_ = 0;                        // on the strand: the mark last written
     std::chrono::steady_clock::time_point marked_at_{};  // on the strand: when
     boost::asio::steady_timer wake_;
+    boost::asio::steady_timer pace_;  // async_pace's wait, on the strand
+    // On the strand: the last step applied a batch, begun at batch_started_, through seq
+    // batch_through_ (see async_pace).
+    bool pace_next_ = false;
+    std::chrono::steady_clock::time_point batch_started_{};
+    std::uint64_t batch_through_ = 0;
     std::atomic<bool> notified_{false};
     static constexpr std::uint64_t no_rewind = ~std::uint64_t{0};
     std::atomic<std::uint64_t> rewind_request_{no_rewind};

@@ -11,15 +11,21 @@
 #include "shards/journal_await.hpp"
 #include "tests/sim/memory_shard.hpp"
 #include "tests/sim/run_to_end.hpp"
+#include "tests/support/wait.hpp"
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
 
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <future>
 #include <optional>
+#include <thread>
 
 #include <unistd.h>
 
@@ -308,6 +314,94 @@ TEST_F(apply_worker_test, an_op_applied_late_that_a_promoted_replica_lacks_is_ap
             EXPECT_EQ(applies(ids[1]), 0u);  // lost: what the check exists for
         }
     }
+}
+
+// ---- the loop's pacing (apply_worker::async_run, lim.apply_batch_interval) ------------------------
+// These run the worker's own loop on a thread, in real time: the pacing is the loop's, not a step's.
+
+class apply_worker_pacing_test : public apply_worker_test {
+protected:
+    ~apply_worker_pacing_test() override { stop(); }
+
+    void start(std::chrono::milliseconds interval) {
+        lim_.apply_batch_interval = interval;
+        reopen();
+        worker_->start();
+        guard_.emplace(asio::make_work_guard(ioc_));
+        ioc_.restart();
+        thread_ = std::thread([this] { ioc_.run(); });
+    }
+    void stop() {
+        if (!thread_.joinable()) return;
+        worker_->stop();
+        guard_.reset();
+        thread_.join();
+    }
+    // Appends n edge ops from this thread (the io_context runs on the worker's) and returns the last seq.
+    std::uint64_t append_now(int n) {
+        std::vector<core::op> ops;
+        for (int i = 0; i < n; ++i) {
+            core::op o;
+            o.ts = clock_.now();
+            o.body = core::edge_op{"follows", 1, next_destination_++, core::edge_state::normal, 5, true};
+            ops.push_back(std::move(o));
+        }
+        std::promise<std::uint64_t> last;
+        journal_->append(std::move(ops), "", [&](core::result<journal::appended> r) {
+            last.set_value(r ? r.value().last_seq : 0);
+        });
+        const std::uint64_t seq = last.get_future().get();
+        EXPECT_GT(seq, 0u);
+        return seq;
+    }
+    bool applied_within(std::uint64_t seq, std::chrono::milliseconds timeout) {
+        return test::wait_until([&] { return worker_->applied_seq() >= seq; }, timeout, std::chrono::milliseconds(2));
+    }
+
+    std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard_;
+    std::thread thread_;
+};
+
+// While ops keep coming, a batch starts at most once per interval: an op journaled just after a batch
+// waits for the next, which starts no earlier than the interval after the one before.
+TEST_F(apply_worker_pacing_test, batches_are_at_least_the_interval_apart_while_ops_keep_coming) {
+    constexpr auto interval = std::chrono::milliseconds(400);
+    start(interval);
+    const auto before_first = std::chrono::steady_clock::now();  // before the first batch began
+    ASSERT_TRUE(applied_within(append_now(1), std::chrono::seconds(10)));
+    // A reader waiting for ops not journaled yet (a feed's long poll) does not cut the pause.
+    auto tail = asio::co_spawn(ioc_, worker_->async_wait_applied(1000, std::chrono::seconds(30)), asio::use_future);
+    const std::uint64_t second = append_now(3);
+    ASSERT_TRUE(applied_within(second, std::chrono::seconds(10)));
+    EXPECT_GE(std::chrono::steady_clock::now() - before_first, interval);
+    stop();  // wakes the tail reader too
+    EXPECT_FALSE(tail.get());
+    EXPECT_EQ(shard_.applies().size(), 4u);
+}
+
+// A reader waiting for the apply (?after=, ?wait=applied) is not kept waiting by the pacing.
+TEST_F(apply_worker_pacing_test, a_reader_waiting_for_the_apply_cuts_the_pause_short) {
+    start(std::chrono::minutes(10));
+    ASSERT_TRUE(applied_within(append_now(1), std::chrono::seconds(10)));
+    const std::uint64_t second = append_now(1);  // inside the ten minutes of the first batch
+    auto waited = asio::co_spawn(ioc_, worker_->async_wait_applied(second, std::chrono::seconds(30)), asio::use_future);
+    ASSERT_EQ(waited.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+    EXPECT_TRUE(waited.get());
+}
+
+// A backlog is applied at full speed: a batch with a full batch or more journaled behind it is not
+// paced; the pause comes once less than that is left.
+TEST_F(apply_worker_pacing_test, a_backlog_is_not_paced) {
+    ASSERT_EQ(lim_.apply_batch_ops_max, 100u);
+    const std::uint64_t last = append_edges(300).size();  // seqs 1..300
+    start(std::chrono::minutes(10));  // opens the journal again, with the 300 ops in it
+    EXPECT_TRUE(applied_within(last, std::chrono::seconds(30)));
+    // The stop ends the pause at once.
+    const std::uint64_t more = append_now(1);
+    const auto stopping = std::chrono::steady_clock::now();
+    stop();
+    EXPECT_LT(std::chrono::steady_clock::now() - stopping, std::chrono::minutes(5));
+    EXPECT_LT(worker_->applied_seq(), more);
 }
 
 }  // namespace

@@ -194,7 +194,7 @@ TEST(config, the_effective_config_dumps_every_key_and_reads_back) {
         "[journal]", "path = '/tmp/j9'", "size_bytes_max = 2097152", "grow_bytes = 4097", "retention_seconds = 61", "queue_ops_max = 1001",
         "group_ops_max = 1002", "wait_max_ms = 1003", "unapplied_ops_max = 1004",
         "node_lease_seconds = 1005",
-        "[apply]", "paused = true", "batch_ops_max = 2001", "batch_bytes_max = 2002", "retry_attempts_max = 23",
+        "[apply]", "paused = true", "batch_ops_max = 2001", "batch_bytes_max = 2002", "batch_interval_ms = 912", "retry_attempts_max = 23",
         "retry_backoff_initial_ms = 2004", "retry_backoff_max_ms = 2005", "outage_backoff_max_ms = 2006",
         "query_timeout_ms = 2007", "connect_timeout_ms = 2008", "read_pool_connections = 29", "get_batch_keys_max = 2010",
         "get_batch_runners = 11",
