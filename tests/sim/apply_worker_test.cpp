@@ -79,8 +79,8 @@ protected:
         return run_to_end(ioc_, std::move(a));
     }
 
-    // Appends edge ops 1->2, 1->3, ... and returns their op ids.
-    std::vector<std::uint64_t> append_edges(int n) {
+    // The next n edge ops 1->2, 1->3, ...
+    std::vector<core::op> edge_ops(int n) {
         std::vector<core::op> ops;
         for (int i = 0; i < n; ++i) {
             core::op o;
@@ -88,6 +88,12 @@ protected:
             o.body = core::edge_op{"follows", 1, next_destination_++, core::edge_state::normal, 5, true};
             ops.push_back(std::move(o));
         }
+        return ops;
+    }
+
+    // Appends the next n edge ops and returns their op ids.
+    std::vector<std::uint64_t> append_edges(int n) {
+        std::vector<core::op> ops = edge_ops(n);
         auto r = run(shards::async_append(*journal_, std::move(ops), ""));
         EXPECT_TRUE(r);
         return r ? r.value().op_ids : std::vector<std::uint64_t>{};
@@ -339,13 +345,7 @@ protected:
     }
     // Appends n edge ops from this thread (the io_context runs on the worker's) and returns the last seq.
     std::uint64_t append_now(int n) {
-        std::vector<core::op> ops;
-        for (int i = 0; i < n; ++i) {
-            core::op o;
-            o.ts = clock_.now();
-            o.body = core::edge_op{"follows", 1, next_destination_++, core::edge_state::normal, 5, true};
-            ops.push_back(std::move(o));
-        }
+        std::vector<core::op> ops = edge_ops(n);
         std::promise<std::uint64_t> last;
         journal_->append(std::move(ops), "", [&](core::result<journal::appended> r) {
             last.set_value(r ? r.value().last_seq : 0);
