@@ -53,9 +53,10 @@ struct limits {
     std::size_t apply_batch_bytes_max = 4 << 20;
     // While a shard keeps getting new ops, its worker starts a batch at most this often (0: as soon
     // as ops arrive): what arrives meanwhile waits in the journal for the next, larger batch. Each
-    // batch is a transaction on the shard, a flush of its redo log; one per journal commit took the
-    // disk and CPU that acknowledgements need (docs/config.md has the measurement). A batch that
-    // did not take everything journaled (a backlog) and a read waiting for the apply are not paced.
+    // batch is a transaction on the shard; one per journal commit took the shards' CPU that the
+    // acknowledgements needed (docs/design.md, "Applying"; the README has the measurement). Not
+    // paced: a batch with a full batch or more journaled behind it (a backlog), and a reader
+    // waiting for an op already journaled (shards/apply_worker.hpp, async_pace).
     std::chrono::milliseconds apply_batch_interval{50};
     std::chrono::milliseconds query_timeout{10'000};
     std::chrono::milliseconds connect_timeout{3'000};

@@ -169,10 +169,11 @@ asio::awaitable<void> apply_worker::async_pace() {
     if (!std::exchange(pace_next_, false) || opts_.lim.apply_batch_interval <= std::chrono::milliseconds::zero()) co_return;
     const auto due = batch_started_ + opts_.lim.apply_batch_interval;
     if (stopping_.load() || std::chrono::steady_clock::now() >= due) co_return;
-    // A backlog (a full batch or more journaled past this one) is applied at full speed.
-    if (journal_.last_seq() - std::min(journal_.last_seq(), batch_through_) >= opts_.lim.apply_batch_ops_max) co_return;
+    // A backlog (a full batch or more journaled past this one) is applied at full speed. The batch
+    // took nothing past the journal's last seq, which never goes down.
+    const std::uint64_t journaled = journal_.last_seq();
+    if (journaled - batch_through_ >= opts_.lim.apply_batch_ops_max) co_return;
     {
-        const std::uint64_t journaled = journal_.last_seq();
         std::lock_guard lock(waiters_mutex_);
         if (std::any_of(waiters_.begin(), waiters_.end(), [&](const applied_waiter& w) { return w.seq <= journaled; })) {
             co_return;
@@ -671,8 +672,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
     outcome.cursor = taken_through;
 
     if (!mine.empty()) {
-        const auto started = std::chrono::steady_clock::now();
-        batch_started_ = started;
+        batch_started_ = std::chrono::steady_clock::now();
         batch_through_ = taken_through;
         pace_next_ = true;
         auto session = co_await target_.async_open();
@@ -724,7 +724,7 @@ asio::awaitable<apply_worker::step_outcome> apply_worker::async_apply_batch() {
             }
             spdlog::warn("shard {}: writing the applied mark failed: {}", shard, s.describe(m.error()));
         }
-        m_batch_latency_.observe(std::chrono::steady_clock::now() - started);
+        m_batch_latency_.observe(std::chrono::steady_clock::now() - batch_started_);
         m_batch_ops_.observe(static_cast<double>(mine.size()));
         m_applied_ops_.inc(mine.size() - outcome.put_errors.size());
         outcomes_.add(now_ms(), mine.size() - outcome.put_errors.size(), outcome.put_errors.size());
