@@ -14,6 +14,7 @@
 #include "net/auth.hpp"
 #include "net/gateway.hpp"
 #include "net/http_server.hpp"
+#include "net/io_loop.hpp"
 #include "net/tls.hpp"
 #include "net/router.hpp"
 #include "net/routes.hpp"
@@ -440,8 +441,11 @@ int main(int argc, char** argv) {
     asio::post(control, [&] { check_health({}); });
 
     std::vector<std::thread> threads;
-    for (std::uint32_t i = 1; i < cfg.threads; ++i) threads.emplace_back([&ioc] { ioc.run(); });
-    ioc.run();
+    // The I/O threads poll through the short gaps between events (listen.spin_us, net/io_loop.hpp).
+    net::io_loop_shared io_loop;
+    const auto run_io = [&ioc, &io_loop, spin = cfg.io_spin] { net::run_io_loop(ioc, spin, io_loop); };
+    for (std::uint32_t i = 1; i < cfg.threads; ++i) threads.emplace_back(run_io);
+    run_io();
     for (auto& t : threads) t.join();
     watchdog.finished();
     const auto stop_ms = std::chrono::duration_cast<std::chrono::milliseconds>(

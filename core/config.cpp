@@ -293,6 +293,7 @@ config_result parse_config(std::string_view text, std::string_view source_name) 
         r.string("address", c.listen_address);
         r.integer("port", c.listen_port, 0, 65535);
         r.integer("threads", c.threads, 1, 64);
+        r.duration("spin_us", c.io_spin, 0, 10000);
         r.skip("tls");
         r.check_unknown();
         first_error(r.error());
@@ -478,7 +479,8 @@ std::string config_to_toml(const config& c, bool redact_secrets) {
     toml::table root;
     root.insert("node_id", n(c.node_id));
     root.insert("log_level", c.log_level);
-    toml::table listen{{"address", c.listen_address}, {"port", n(c.listen_port)}, {"threads", n(c.threads)}};
+    toml::table listen{{"address", c.listen_address}, {"port", n(c.listen_port)}, {"threads", n(c.threads)},
+                         {"spin_us", static_cast<std::int64_t>(c.io_spin.count())}};
     if (c.tls.enabled()) {
         toml::table tls{{"cert_file", c.tls.cert_file}, {"key_file", c.tls.key_file}};
         if (!c.tls.client_ca_file.empty()) tls.insert("client_ca_file", c.tls.client_ca_file);

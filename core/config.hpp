@@ -59,6 +59,7 @@ struct config {
     std::string listen_address = "127.0.0.1";
     std::uint16_t listen_port = 8080;
     std::uint32_t threads = 2;
+    std::chrono::microseconds io_spin{0};  // listen.spin_us: an I/O thread polls this long after work before it sleeps
     tls_config tls;
     std::string journal_path = "var/journal";
     std::uint64_t journal_size_bytes_max = std::uint64_t{8} << 30;

@@ -189,7 +189,7 @@ TEST(config, missing_file_is_a_clear_error) {
 TEST(config, the_effective_config_dumps_every_key_and_reads_back) {
     const std::vector<std::string> lines = {
         "node_id = 9", "log_level = 'debug'",
-        "[listen]", "address = '0.0.0.0'", "port = 9091", "threads = 3",
+        "[listen]", "address = '0.0.0.0'", "port = 9091", "threads = 3", "spin_us = 77",
         "[listen.tls]", "cert_file = 'c.pem'", "key_file = 'k.pem'", "client_ca_file = 'ca.pem'",
         "[journal]", "path = '/tmp/j9'", "size_bytes_max = 2097152", "grow_bytes = 4097", "retention_seconds = 61", "queue_ops_max = 1001",
         "group_ops_max = 1002", "wait_max_ms = 1003", "unapplied_ops_max = 1004",
