@@ -19,10 +19,13 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cstring>
+#include <type_traits>
 #include <limits>
 #include <list>
 #include <mutex>
 #include <unordered_map>
+#include <variant>
 
 namespace cairn::shards {
 namespace {
@@ -279,14 +282,26 @@ public:
     struct prepared {
         std::string sql;
         MYSQL_STMT* stmt = nullptr;
+        std::uint64_t binding = 0;  // == binding_ while its parameters are bound to the arrays below (0: unbound)
     };
     std::list<prepared> prepared_;
-    // The parameters of the statement being executed, as libmariadb reads them. Kept between
-    // statements: the apply path binds ten thousand parameters per statement, and arrays that
-    // size would otherwise be mapped, faulted in and unmapped every time.
+    // The parameters of the statement being executed, as libmariadb reads them. libmariadb copies
+    // the MYSQL_BIND array when a statement is bound and reads each value from its buffer when it
+    // executes, so a statement executed again with parameters of the same shape (each the same
+    // type, each string the same length) needs only its new values copied into place: the apply
+    // path runs one statement of ten thousand parameters several times in a row, and binding them
+    // afresh each time (the array filled, then copied and checked by libmariadb) was a tenth of
+    // cairnd's CPU in a drain. The arrays are kept between statements, so that arrays that size are
+    // not mapped, faulted in and unmapped every time.
     std::vector<MYSQL_BIND> param_binds_;
     std::vector<unsigned long> param_lengths_;
-    void bind_params(std::span<const sql_param> params);
+    std::vector<std::uint64_t> param_ints_;   // the integer parameters' values, by parameter
+    std::string param_text_;                  // the string parameters' bytes, in parameter order
+    std::vector<std::uint8_t> param_kinds_;   // each parameter's sql_param alternative
+    std::uint64_t binding_ = 1;               // the current layout; a statement bound to it holds its number (never 0)
+    // Puts `params` where `p`'s statement reads them, binding it first unless it is the statement
+    // bound last and `params` have the shape they had then. false: libmariadb refused the binding.
+    [[nodiscard]] bool bind_params(prepared& p, std::span<const sql_param> params);
     std::unordered_map<std::string_view, std::list<prepared>::iterator> prepared_by_sql_;  // keys view prepared_
 
     bool probe_idle() noexcept;
@@ -646,36 +661,76 @@ void mariadb_conn::impl::forget_prepared() noexcept {
     prepared_.clear();
 }
 
-void mariadb_conn::impl::bind_params(std::span<const sql_param> params) {
-    // New entries are zeroed; libmariadb copies the array and never writes to it, and every
-    // field set here is set for every parameter, so entries reused from an earlier statement
-    // need no zeroing (a megabyte per statement on the apply path).
-    if (param_binds_.size() < params.size()) {
-        param_binds_.resize(params.size(), MYSQL_BIND{});
-        param_lengths_.resize(params.size(), 0);
+bool mariadb_conn::impl::bind_params(prepared& p, std::span<const sql_param> params) {
+    constexpr std::uint8_t text_kind = 2;
+    static_assert(std::is_same_v<std::variant_alternative_t<text_kind, sql_param>, std::string_view>);
+    const std::size_t n = params.size();
+    bool same = p.binding == binding_ && param_kinds_.size() == n;
+    for (std::size_t i = 0; same && i < n; ++i) {
+        same = params[i].index() == param_kinds_[i] &&
+               (param_kinds_[i] != text_kind || std::get<text_kind>(params[i]).size() == param_lengths_[i]);
     }
-    for (std::size_t i = 0; i < params.size(); ++i) {
-        MYSQL_BIND& b = param_binds_[i];
+    if (!same) {
+        // A new layout: no statement is bound to the arrays any more (binding_ moves on), and
+        // every buffer pointer below is taken after the arrays reached their size.
+        ++binding_;
+        // New entries of param_binds_ are zeroed; every field set here is set for every parameter,
+        // so entries reused from an earlier statement need no zeroing (a megabyte per statement on
+        // the apply path).
+        std::size_t text_bytes = 0;
+        param_kinds_.resize(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            param_kinds_[i] = static_cast<std::uint8_t>(params[i].index());
+            if (param_kinds_[i] == text_kind) text_bytes += std::get<text_kind>(params[i]).size();
+        }
+        if (param_binds_.size() < n) {
+            param_binds_.resize(n, MYSQL_BIND{});
+            param_lengths_.resize(n, 0);
+            param_ints_.resize(n, 0);
+        }
+        param_text_.resize(text_bytes);
+        std::size_t offset = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            MYSQL_BIND& b = param_binds_[i];
+            if (param_kinds_[i] == text_kind) {
+                const std::size_t size = std::get<text_kind>(params[i]).size();
+                b.buffer_type = MYSQL_TYPE_STRING;
+                b.buffer = param_text_.data() + offset;
+                param_lengths_[i] = static_cast<unsigned long>(size);
+                b.buffer_length = param_lengths_[i];
+                b.length = &param_lengths_[i];
+                b.is_unsigned = 0;
+                offset += size;
+            } else {
+                b.buffer_type = MYSQL_TYPE_LONGLONG;
+                b.buffer = &param_ints_[i];
+                b.buffer_length = 0;
+                b.length = nullptr;
+                b.is_unsigned = std::holds_alternative<std::uint64_t>(params[i]) ? 1 : 0;
+            }
+        }
+    }
+    // The values, where the binding points. Strings go back to back in parameter order, as laid
+    // out above with these same lengths.
+    char* text = param_text_.data();
+    for (std::size_t i = 0; i < n; ++i) {
         std::visit(
             [&](const auto& v) {
                 using T = std::decay_t<decltype(v)>;
                 if constexpr (std::is_same_v<T, std::string_view>) {
-                    b.buffer_type = MYSQL_TYPE_STRING;
-                    b.buffer = const_cast<char*>(v.data());
-                    param_lengths_[i] = static_cast<unsigned long>(v.size());
-                    b.buffer_length = param_lengths_[i];
-                    b.length = &param_lengths_[i];
-                    b.is_unsigned = 0;
+                    if (!v.empty()) std::memcpy(text, v.data(), v.size());
+                    text += v.size();
                 } else {
-                    b.buffer_type = MYSQL_TYPE_LONGLONG;
-                    b.buffer = const_cast<T*>(&v);
-                    b.buffer_length = 0;
-                    b.length = nullptr;
-                    b.is_unsigned = std::is_same_v<T, std::uint64_t> ? 1 : 0;
+                    param_ints_[i] = static_cast<std::uint64_t>(v);
                 }
             },
             params[i]);
     }
+    CAIRN_ASSERT(text == param_text_.data() + param_text_.size());
+    if (same || n == 0) return true;
+    if (mysql_stmt_bind_param(p.stmt, param_binds_.data()) != 0) return false;
+    p.binding = binding_;
+    return true;
 }
 
 asio::awaitable<core::result<rows>> mariadb_conn::impl::async_prepared_step(std::string_view sql,
@@ -716,8 +771,7 @@ asio::awaitable<core::result<rows>> mariadb_conn::impl::async_prepared_step(std:
                        "prepared statement has " + std::to_string(mysql_stmt_param_count(stmt)) +
                            " placeholders, given " + std::to_string(params.size()) + " parameters");
     }
-    bind_params(params);
-    if (!params.empty() && mysql_stmt_bind_param(stmt, param_binds_.data()) != 0) co_return co_await async_stmt_failed(deadline);
+    if (!bind_params(prepared_.front(), params)) co_return co_await async_stmt_failed(deadline);
 
     int err = 0;
     auto r = co_await async_drive(

@@ -14,6 +14,7 @@
 #include <array>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace cairn::shards {
 namespace {
@@ -104,6 +105,78 @@ TEST(mariadb_prepared, rows_equal_the_text_protocol_and_prepare_once) {
         auto check = co_await c.async_query("SELECT s FROM pt WHERE id = 2");
         CO_REQUIRE(check);
         EXPECT_EQ(check.value().at(0, 0), std::optional<std::string_view>("new"));
+    }(shard));
+}
+
+// Runs "SELECT ?, ?, ?" and returns the three values as the server received them, as text.
+asio::awaitable<std::vector<std::string>> async_echo(mariadb_conn& c, const std::vector<sql_param>& params) {
+    std::vector<std::string> out;
+    auto r = co_await c.async_query_prepared("SELECT ?, ?, ?", params);
+    EXPECT_TRUE(r) << (r ? "" : r.error().message());
+    if (!r || r.value().size() != 1) co_return out;
+    for (std::size_t col = 0; col < 3; ++col) out.emplace_back(r.value().at(0, col).value_or("NULL"));
+    co_return out;
+}
+
+// A statement executed again with parameters of the shape it was bound with only has its values
+// copied into place (no new binding): each execution must still send exactly its own values,
+// whether the shape stayed (new values), changed (a string of another length, a parameter of
+// another type) or another statement was bound in between (and grew the arrays the first one's
+// binding pointed into).
+TEST(mariadb_prepared, a_statement_run_again_sends_its_own_values_whatever_ran_before) {
+    CAIRN_REQUIRE_SHARD(shard);
+    run([](conn_params p) -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        mariadb_conn c(ex, p);
+        CO_REQUIRE(co_await c.async_connect());
+        struct echo_case {
+            std::vector<sql_param> params;
+            std::vector<std::string> want;
+        };
+        constexpr std::uint64_t u_max = std::numeric_limits<std::uint64_t>::max();
+        const std::string_view ab = "ab", cd = "cd", xyz = "xyz", none, q = "q", r = "r", s = "s";
+        const std::vector<echo_case> first = {
+            {{std::int64_t{1}, ab, u_max}, {"1", "ab", "18446744073709551615"}},
+            {{std::int64_t{-5}, cd, std::uint64_t{7}}, {"-5", "cd", "7"}},  // the same shape, new values
+            {{std::int64_t{2}, xyz, std::uint64_t{8}}, {"2", "xyz", "8"}},  // a string of another length
+            {{std::int64_t{3}, none, std::uint64_t{9}}, {"3", "", "9"}},
+            // Other types in the same places: unsigned where signed was, and the other way round,
+            // first with a string of another length, then with the same.
+            {{u_max, q, std::int64_t{-9}}, {"18446744073709551615", "q", "-9"}},
+            {{std::int64_t{-1}, r, std::uint64_t{u_max - 1}}, {"-1", "r", "18446744073709551614"}},
+            {{std::uint64_t{10}, s, std::int64_t{-10}}, {"10", "s", "-10"}},
+        };
+        // After another statement was bound: in the shape the echo was bound with last.
+        const std::vector<echo_case> second = {
+            {{std::uint64_t{11}, r, std::int64_t{-12}}, {"11", "r", "-12"}},
+            {{std::uint64_t{13}, s, std::int64_t{-14}}, {"13", "s", "-14"}},
+        };
+        for (const auto& e : first) EXPECT_EQ(co_await async_echo(c, e.params), e.want);
+        // Another statement with far more parameters and a long string: the arrays the echo's
+        // binding pointed into are grown (and moved) for it.
+        std::vector<sql_param> many;
+        std::string sum_sql = "SELECT LENGTH(?)";
+        const std::string long_text(5000, 'L');
+        many.emplace_back(std::string_view(long_text));
+        for (std::int64_t i = 1; i <= 300; ++i) {
+            many.emplace_back(i);
+            sum_sql += " + ?";
+        }
+        auto sum = co_await c.async_query_prepared(sum_sql, many);
+        CO_REQUIRE(sum);
+        EXPECT_EQ(sum.value().int64_at(0, 0), 5000 + 300 * 301 / 2);
+        // A third statement in the echo's last shape is bound to the grown arrays; the echo, bound
+        // to them before they grew, must be bound again although its shape is theirs.
+        auto third = co_await c.async_query_prepared("SELECT ? + 0, ?, ? + 0", second.front().params);
+        CO_REQUIRE(third);
+        EXPECT_EQ(third.value().at(0, 1), std::optional<std::string_view>("r"));
+        for (const auto& e : second) EXPECT_EQ(co_await async_echo(c, e.params), e.want);
+        // And the long statement again, with new values in its own shape.
+        many[0] = std::string_view(long_text).substr(0, 4000);
+        auto sum2 = co_await c.async_query_prepared(sum_sql, many);
+        CO_REQUIRE(sum2);
+        EXPECT_EQ(sum2.value().int64_at(0, 0), 4000 + 300 * 301 / 2);
+        EXPECT_EQ(c.prepared_count(), 3u);
     }(shard));
 }
 
