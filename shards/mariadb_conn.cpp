@@ -665,69 +665,68 @@ bool mariadb_conn::impl::bind_params(prepared& p, std::span<const sql_param> par
     constexpr std::uint8_t text_kind = 2;
     static_assert(std::is_same_v<std::variant_alternative_t<text_kind, sql_param>, std::string_view>);
     const std::size_t n = params.size();
+    // Copies parameter i's value to where the layout puts it; strings go back to back in
+    // parameter order, `text` at the next one's place.
+    char* text = param_text_.data();
+    const auto put = [&](std::size_t i) {
+        if (const auto* v = std::get_if<std::string_view>(&params[i])) {
+            if (!v->empty()) std::memcpy(text, v->data(), v->size());
+            text += v->size();
+        } else if (const auto* u = std::get_if<std::uint64_t>(&params[i])) {
+            param_ints_[i] = *u;
+        } else {
+            param_ints_[i] = static_cast<std::uint64_t>(std::get<std::int64_t>(params[i]));
+        }
+    };
+    // One pass: while each parameter has the type (and a string the length) of the current layout,
+    // its value goes straight into place.
     bool same = p.binding == binding_ && param_kinds_.size() == n;
     for (std::size_t i = 0; same && i < n; ++i) {
         same = params[i].index() == param_kinds_[i] &&
                (param_kinds_[i] != text_kind || std::get<text_kind>(params[i]).size() == param_lengths_[i]);
+        if (same) put(i);
     }
-    if (!same) {
-        // A new layout: no statement is bound to the arrays any more (binding_ moves on), and
-        // every buffer pointer below is taken after the arrays reached their size.
-        ++binding_;
-        // New entries of param_binds_ are zeroed; every field set here is set for every parameter,
-        // so entries reused from an earlier statement need no zeroing (a megabyte per statement on
-        // the apply path).
-        std::size_t text_bytes = 0;
-        param_kinds_.resize(n);
-        for (std::size_t i = 0; i < n; ++i) {
-            param_kinds_[i] = static_cast<std::uint8_t>(params[i].index());
-            if (param_kinds_[i] == text_kind) text_bytes += std::get<text_kind>(params[i]).size();
-        }
-        if (param_binds_.size() < n) {
-            param_binds_.resize(n, MYSQL_BIND{});
-            param_lengths_.resize(n, 0);
-            param_ints_.resize(n, 0);
-        }
-        param_text_.resize(text_bytes);
-        std::size_t offset = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-            MYSQL_BIND& b = param_binds_[i];
-            if (param_kinds_[i] == text_kind) {
-                const std::size_t size = std::get<text_kind>(params[i]).size();
-                b.buffer_type = MYSQL_TYPE_STRING;
-                b.buffer = param_text_.data() + offset;
-                param_lengths_[i] = static_cast<unsigned long>(size);
-                b.buffer_length = param_lengths_[i];
-                b.length = &param_lengths_[i];
-                b.is_unsigned = 0;
-                offset += size;
-            } else {
-                b.buffer_type = MYSQL_TYPE_LONGLONG;
-                b.buffer = &param_ints_[i];
-                b.buffer_length = 0;
-                b.length = nullptr;
-                b.is_unsigned = std::holds_alternative<std::uint64_t>(params[i]) ? 1 : 0;
-            }
-        }
+    if (same || n == 0) {
+        CAIRN_ASSERT(n == 0 || text == param_text_.data() + param_text_.size());
+        return true;
     }
-    // The values, where the binding points. Strings go back to back in parameter order, as laid
-    // out above with these same lengths.
-    char* text = param_text_.data();
+    // A new layout: no statement is bound to the arrays any more (binding_ moves on), and every
+    // buffer pointer below is taken after the arrays reached their size. New entries of
+    // param_binds_ are zeroed; every field set here is set for every parameter, so entries reused
+    // from an earlier statement need no zeroing (a megabyte per statement on the apply path).
+    ++binding_;
+    std::size_t text_bytes = 0;
+    param_kinds_.resize(n);
     for (std::size_t i = 0; i < n; ++i) {
-        std::visit(
-            [&](const auto& v) {
-                using T = std::decay_t<decltype(v)>;
-                if constexpr (std::is_same_v<T, std::string_view>) {
-                    if (!v.empty()) std::memcpy(text, v.data(), v.size());
-                    text += v.size();
-                } else {
-                    param_ints_[i] = static_cast<std::uint64_t>(v);
-                }
-            },
-            params[i]);
+        param_kinds_[i] = static_cast<std::uint8_t>(params[i].index());
+        if (param_kinds_[i] == text_kind) text_bytes += std::get<text_kind>(params[i]).size();
+    }
+    if (param_binds_.size() < n) {
+        param_binds_.resize(n, MYSQL_BIND{});
+        param_lengths_.resize(n, 0);
+        param_ints_.resize(n, 0);
+    }
+    param_text_.resize(text_bytes);
+    text = param_text_.data();
+    for (std::size_t i = 0; i < n; ++i) {
+        MYSQL_BIND& b = param_binds_[i];
+        if (param_kinds_[i] == text_kind) {
+            b.buffer_type = MYSQL_TYPE_STRING;
+            b.buffer = text;
+            param_lengths_[i] = static_cast<unsigned long>(std::get<text_kind>(params[i]).size());
+            b.buffer_length = param_lengths_[i];
+            b.length = &param_lengths_[i];
+            b.is_unsigned = 0;
+        } else {
+            b.buffer_type = MYSQL_TYPE_LONGLONG;
+            b.buffer = &param_ints_[i];
+            b.buffer_length = 0;
+            b.length = nullptr;
+            b.is_unsigned = std::holds_alternative<std::uint64_t>(params[i]) ? 1 : 0;
+        }
+        put(i);
     }
     CAIRN_ASSERT(text == param_text_.data() + param_text_.size());
-    if (same || n == 0) return true;
     if (mysql_stmt_bind_param(p.stmt, param_binds_.data()) != 0) return false;
     p.binding = binding_;
     return true;
