@@ -36,6 +36,7 @@ namespace cairn::net {
 
 class router;
 class auth;
+class tls_transport;  // net/tls_transport.hpp
 
 namespace detail {
 struct server_state;
@@ -85,7 +86,7 @@ private:
 // and stop() notifies `stop`, then closes the connection after stop_timeout. Runs on the
 // connection's strand.
 // The upgraded connection: plain, or TLS over it (server_options::tls).
-using tls_stream = boost::beast::ssl_stream<boost::beast::tcp_stream>;
+using tls_stream = boost::beast::ssl_stream<tls_transport>;
 using upgrade_stream = std::variant<boost::beast::tcp_stream*, tls_stream*>;
 using upgrade_handler = std::function<boost::asio::awaitable<void>(upgrade_stream stream, request req,
                                                                    core::role caller_role, stop_notice& stop)>;

@@ -8,6 +8,7 @@
 #include "net/detail/write_coalescer.hpp"
 #include "net/detail/ws_message.hpp"
 #include "net/router.hpp"
+#include "net/tls_transport.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/redirect_error.hpp>

@@ -9,6 +9,7 @@
 #include "net/detail/http_metrics.hpp"
 #include "net/http_server.hpp"
 #include "net/router.hpp"
+#include "net/tls_transport.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>

@@ -83,7 +83,8 @@ test('a batch write, pages with cursors both ways, the async iterator and among'
   assert.equal(pages.length, 4);
   assert.equal(pages[3].next_cursor, null);
 
-  const backward = await g.page(s + 4, { direction: 'backward' });
+  // Backward rows live on the destination's shard, which page(s, { after }) above did not wait for.
+  const backward = await g.page(s + 4, { direction: 'backward', after: ack });
   assert.deepEqual(backward.edges.map((e) => e.source_id), [String(s)]);
 
   const among = await g.among(s, [s + 2, s + 5, s + 100, s + 5]);
