@@ -183,5 +183,24 @@ TEST(bench_report, rounds_of_a_line_give_the_median_run_and_the_spread_of_the_ra
     EXPECT_EQ(t.find("8000 ops/s"), std::string::npos) << t;  // one line per target, not one per round
 }
 
+TEST(bench_report, an_open_loop_line_at_one_rate_compares_the_tails) {
+    // cairn and direct at the same offered load: the throughputs are equal by construction, so the
+    // line's ratio is the p99's, cairn's over direct's.
+    auto open_run = [](std::string target, std::uint64_t p99_ns) {
+        run_report r = closed_run("write", std::move(target), 64, 2400);
+        r.mode = "open";
+        r.rate_target = 2400;
+        r.latency_ns = {};
+        for (int i = 0; i < 99; ++i) r.latency_ns.record(500'000);
+        r.latency_ns.record(p99_ns);
+        r.latency_ns.record(p99_ns);
+        return r;
+    };
+    const auto t = summary_table({to_json(open_run("cairn-http", 3'000'000)), to_json(open_run("direct", 12'000'000))});
+    EXPECT_NE(t.find("| write | 64 @ 2400/s | 2400 ops/s (cairn-http) | 2400 ops/s | **0.25** (p99 cairn / direct) |"),
+              std::string::npos)
+        << t;
+}
+
 }  // namespace
 }  // namespace cairn::bench
