@@ -25,6 +25,7 @@ namespace cairn::net {
 struct io_loop_stats {
     std::atomic<std::uint64_t> spins_found_work{0};  // a spin ended because a handler became ready
     std::atomic<std::uint64_t> blocked_waits{0};     // the thread blocked (run_one) for its next handler
+    std::atomic<std::uint64_t> idle_task_runs{0};    // the thread ran its idle tasks (core/idle_tasks.hpp)
 };
 
 // The spinner slot shared by the threads of one io_context.
@@ -34,7 +35,8 @@ struct io_loop_shared {
 };
 
 // Runs `ioc` on the calling thread until it is stopped or runs out of work, as io_context::run()
-// does. `spin` zero is io_context::run() itself.
+// does, and runs the thread's idle tasks (core/idle_tasks.hpp) whenever it has no ready handler
+// left, or after 64 handlers while they wait. `spin` zero: no spin, a blocking wait at once.
 void run_io_loop(boost::asio::io_context& ioc, std::chrono::microseconds spin, io_loop_shared& shared);
 
 }  // namespace cairn::net

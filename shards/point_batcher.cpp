@@ -1,5 +1,6 @@
 #include "shards/point_batcher.hpp"
 
+#include "core/idle_tasks.hpp"
 #include "core/log_task_end.hpp"
 #include "shards/edge_store.hpp"
 #include "shards/pool.hpp"
@@ -16,6 +17,27 @@
 namespace cairn::shards {
 
 namespace asio = boost::asio;
+
+namespace {
+
+// After reads last met, this many batches of a lone read in a row before a read that finds the
+// batcher idle stops waiting for the end of its thread's turn.
+constexpr unsigned contention_memory = 8;
+
+// Resumes the calling coroutine once its thread's loop has run every handler ready now
+// (core/idle_tasks.hpp). Requires core::idle_loop_running().
+asio::awaitable<void> async_end_of_turn() {
+    co_await asio::async_initiate<const asio::use_awaitable_t<>&, void()>(
+        [](auto handler) {
+            core::defer_to_idle(core::idle_task([h = std::move(handler)]() mutable {
+                auto ex = asio::get_associated_executor(h);
+                asio::post(ex, std::move(h));
+            }));
+        },
+        asio::use_awaitable);
+}
+
+}  // namespace
 
 template <class Key, class Value>
 struct point_batcher<Key, Value>::slot {
@@ -48,18 +70,27 @@ asio::awaitable<core::result<Value>> point_batcher<Key, Value>::async_get(std::s
     // only guards against a lost wake-up.
     s->timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor, std::chrono::minutes(5));
     bool start = false;
+    bool end_of_turn = false;
     {
         std::lock_guard lock(mu_);
         queue_.push_back(s);
         if (runners_ < runners_max_) {
             ++runners_;
             start = true;
+            end_of_turn = contention_ > 0;
+        } else {
+            contention_ = contention_memory;
         }
     }
     if (start) {
         // The batcher was idle (the common case at low load): this read runs the first batch
         // itself, with no hand-off to another coroutine and back, then leaves whatever arrived
-        // meanwhile to a runner, which takes over the runner count this read took.
+        // meanwhile to a runner, which takes over the runner count this read took. Under
+        // concurrent reads it goes at the end of its thread's turn: the reads that arrived with it
+        // (the other frames of one WebSocket read, the other requests of one wakeup) queue
+        // meanwhile and share its query. A lone reader does not wait: that costs a poll of the
+        // sockets and a hand-off, and nobody would join.
+        if (end_of_turn && core::idle_loop_running()) co_await async_end_of_turn();
         auto batch = take_batch();
         if (!batch.empty()) co_await async_serve(std::move(batch), s.get());
         bool more = false;
@@ -100,6 +131,11 @@ std::vector<std::shared_ptr<typename point_batcher<Key, Value>::slot>> point_bat
         } else {
             ++it;
         }
+    }
+    if (batch.size() > 1 || !queue_.empty()) {
+        contention_ = contention_memory;
+    } else if (contention_ > 0) {
+        --contention_;
     }
     return batch;
 }

@@ -3,7 +3,9 @@
 // read queued meanwhile as one statement of at most `batch_keys_max` distinct keys (reads of one
 // graph share a statement; equal keys are read once). Under light load a read is sent at once,
 // alone, so combining adds no latency; under load many reads share one query, which a client
-// talking to MariaDB directly cannot do. A read is only ever answered by a query that started
+// talking to MariaDB directly cannot do. While reads keep meeting, one that finds the batcher idle
+// first lets its thread finish the turn (core/idle_tasks.hpp), so that the reads that arrived with
+// it — the other frames of one WebSocket read, the other requests of one wakeup — join its query. A read is only ever answered by a query that started
 // after it arrived, so a read that waited for ?after= sees what it waited for.
 //
 // Two kinds: GETs of single edges (edge_get_batcher: the forward row or nullopt) and counts
@@ -72,6 +74,11 @@ private:
     std::mutex mu_;
     std::deque<std::shared_ptr<slot>> queue_;  // guarded by mu_
     std::size_t runners_ = 0;                  // guarded by mu_
+    // Whether reads met each other lately (a batch had company, or a read queued behind a query):
+    // set high when they do, down by one per batch of a lone read. While it is above zero, a read
+    // that finds the batcher idle waits for the end of its thread's turn (core/idle_tasks.hpp), so
+    // that the reads arriving with it share its query. Guarded by mu_.
+    unsigned contention_ = 0;
 };
 
 // GETs of single edges: key (source_id, destination_id), the forward row or nullopt

@@ -2,7 +2,8 @@
 // hundreds of concurrent reads from several strands, of two graphs, present and missing edges,
 // each get exactly its own row; with one runner they share statements; concurrent counts, many of
 // one hot key, each get their own count and equal keys are read once per statement; a shard that
-// does not answer fails every read instead of hanging it.
+// does not answer fails every read instead of hanging it; on an I/O loop, reads ready in one turn
+// share a query once reads have met.
 #include <utility>
 
 #include "core/log_task_end.hpp"
@@ -13,6 +14,7 @@
 #include "shards/entity_store.hpp"
 #include "shards/point_batcher.hpp"
 #include "shards/pool.hpp"
+#include "net/io_loop.hpp"
 #include "tests/support/counter_example.hpp"
 #include "tests/support/test_shards.hpp"
 
@@ -99,6 +101,55 @@ TEST(point_batcher, concurrent_reads_each_get_their_own_row_and_share_queries) {
     EXPECT_EQ(keys.sum(), 2.0 * n);
     EXPECT_LT(keys.count(), static_cast<std::uint64_t>(n)) << "reads were not combined";
     EXPECT_LE(keys.sum() / static_cast<double>(keys.count()), 64.0);
+}
+
+TEST(point_batcher, reads_ready_in_one_turn_share_one_query_once_reads_have_met) {
+    // On a thread that runs net::run_io_loop: the first read of a wave finds the batcher idle and,
+    // while reads have not met yet, goes alone at once; once they have, it waits for the end of the
+    // turn, and the reads that became ready with it share its query. After 8 lone reads in a row
+    // a read goes at once again.
+    CAIRN_REQUIRE_SHARDS(1u);
+    fresh_edge_database(point_batcher_db);
+    const auto shard = test_shards().at(0);
+    asio::io_context ioc;
+    shards::pool pool(ioc.get_executor(), params_for(shard, point_batcher_db), 2);
+    core::registry metrics;
+    auto& keys = metrics.add_histogram("test_batch_keys", "keys per query", core::histogram::size_bounds(), {});
+    shards::edge_get_batcher batcher(ioc.get_executor(), pool, &shards::async_multi_get, 1, 64, &keys);
+    net::io_loop_shared loop;
+    std::atomic<int> answered{0};
+    // `n` reads whose coroutines start in one turn of the loop; runs the loop until they are done.
+    auto wave = [&](std::int64_t first, int n) {
+        asio::post(ioc, [&, first, n] {
+            for (int i = 0; i < n; ++i) {
+                asio::co_spawn(
+                    ioc,
+                    [&batcher, &answered, id = first + i]() -> asio::awaitable<void> {
+                        auto r = co_await batcher.async_get("g1", std::pair<std::int64_t, std::int64_t>(id, 1));
+                        if (r && !r.value()) ++answered;  // nothing stored: no row
+                    },
+                    core::log_task_end{"test read"});
+            }
+        });
+        ioc.restart();
+        net::run_io_loop(ioc, std::chrono::microseconds(0), loop);  // returns once out of work
+    };
+    wave(0, 20);
+    EXPECT_EQ(answered.load(), 20);
+    EXPECT_EQ(keys.count(), 2U) << "the first read alone, the 19 queued behind it together";
+    EXPECT_EQ(loop.stats.idle_task_runs.load(), 0U);
+
+    wave(100, 20);
+    EXPECT_EQ(answered.load(), 40);
+    EXPECT_EQ(keys.count(), 3U) << "the second wave did not share one query";
+    EXPECT_EQ(keys.sum(), 40.0);
+    EXPECT_EQ(loop.stats.idle_task_runs.load(), 1U);
+
+    for (int i = 0; i < 10; ++i) wave(1000 + i, 1);
+    EXPECT_EQ(answered.load(), 50);
+    EXPECT_EQ(keys.count(), 13U);
+    // The first 8 lone reads still waited for the end of their turn; the last two went at once.
+    EXPECT_EQ(loop.stats.idle_task_runs.load(), 9U);
 }
 
 TEST(point_batcher, a_shard_whose_tables_do_not_exist_yet_reads_as_empty_for_every_model) {

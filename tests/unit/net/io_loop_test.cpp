@@ -1,11 +1,16 @@
-// net::run_io_loop: the spin before a blocking wait, and that it ends as io_context::run() does.
+// net::run_io_loop: the spin before a blocking wait, that it ends as io_context::run() does, and
+// when it runs its idle tasks.
 #include <utility>
 
 #include "net/io_loop.hpp"
 
+#include "core/idle_tasks.hpp"
+
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <thread>
+#include <vector>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -106,4 +111,56 @@ TEST(io_loop, at_most_one_thread_spins) {
     ioc.stop();
     a.join();
     b.join();
+}
+
+// Idle tasks (core/idle_tasks.hpp): a task deferred by a handler runs once the handlers ready with
+// it have run, before the loop waits again; a loop that never runs dry still runs it; and on a
+// thread that is not running the loop nothing is deferred.
+TEST(io_loop, an_idle_task_runs_after_the_handlers_ready_with_it) {
+    for (const std::chrono::microseconds spin : {0us, 50us}) {
+        asio::io_context ioc;
+        std::vector<int> order;
+        asio::post(ioc, [&] {
+            order.push_back(0);
+            ASSERT_TRUE(cairn::core::idle_loop_running());
+            cairn::core::defer_to_idle(cairn::core::idle_task([&] { order.push_back(-1); }));
+        });
+        for (int i = 1; i <= 5; ++i) asio::post(ioc, [&order, i] { order.push_back(i); });
+        io_loop_shared shared;
+        run_io_loop(ioc, spin, shared);
+        EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5, -1})) << "spin " << spin.count() << " us";
+        EXPECT_EQ(shared.stats.idle_task_runs.load(), 1U);
+        EXPECT_FALSE(cairn::core::idle_loop_running());  // only inside the loop
+    }
+}
+
+TEST(io_loop, an_idle_task_runs_even_when_the_loop_never_runs_dry) {
+    asio::io_context ioc;
+    std::atomic<bool> task_ran{false};
+    int handlers = 0;
+    // Each handler posts the next until the task has run: the queue is never empty.
+    std::function<void()> next = [&] {
+        ++handlers;
+        if (!task_ran.load()) asio::post(ioc, next);
+    };
+    asio::post(ioc, [&] {
+        cairn::core::defer_to_idle(cairn::core::idle_task([&] { task_ran = true; }));
+        asio::post(ioc, next);
+    });
+    io_loop_shared shared;
+    run_io_loop(ioc, 0us, shared);
+    EXPECT_TRUE(task_ran.load());
+    EXPECT_LE(handlers, 100) << "the task waited for the loop to run dry";
+}
+
+TEST(io_loop, idle_tasks_left_when_the_loop_stops_still_run) {
+    asio::io_context ioc;
+    bool ran = false;
+    asio::post(ioc, [&] {
+        cairn::core::defer_to_idle(cairn::core::idle_task([&] { ran = true; }));
+        ioc.stop();
+    });
+    io_loop_shared shared;
+    run_io_loop(ioc, 0us, shared);
+    EXPECT_TRUE(ran);
 }
