@@ -202,5 +202,27 @@ TEST(bench_report, an_open_loop_line_at_one_rate_compares_the_tails) {
         << t;
 }
 
+TEST(bench_report, rounds_of_the_hoard_line_give_the_round_of_median_p99_ratio) {
+    // The hoard line is its own baseline: each round's ratio is in extra. Ratios 3.0, 1.2, 1.5 (the
+    // fastest round first) -> the 1.5 round stands for the line (not the round of median throughput),
+    // spread 1.20–3.00.
+    auto hoard_run = [](double tput, double alone_us, double with_us) {
+        run_report r = closed_run("hoard", "cairn-http", 4, tput);
+        r.extra["hoarders"] = 10000;
+        r.extra["baseline_p99_us"] = alone_us;
+        r.extra["hoarded_p99_us"] = with_us;
+        r.extra["p99_ratio"] = with_us / alone_us;
+        r.extra["evicted_during_run"] = 27000;
+        return r;
+    };
+    const auto t = summary_table({to_json(hoard_run(9000, 500, 1500)), to_json(hoard_run(7000, 1000, 1200)),
+                                  to_json(hoard_run(5000, 800, 1200))});
+    EXPECT_NE(t.find("| hoard | 4 | p99 1.20 ms beside 10000 hoarders vs 0.80 ms alone (27000 evicted during the run) | — | "
+                     "**1.50** (1.20–3.00, 3 rounds; p99 with / alone) |"),
+              std::string::npos)
+        << t;
+    EXPECT_EQ(t.find("**3.00**"), std::string::npos) << t;  // one line, not one per round
+}
+
 }  // namespace
 }  // namespace cairn::bench
