@@ -55,59 +55,57 @@ std::string lat_cell(const json& j) {
 
 bool is_ok(const json& j) { return str(j, "status") == "ok"; }
 
-// The run of median throughput among a line's rounds (scripts/bench --rounds), failed runs last:
-// its figures stand for the line.
-const json* median_run(std::vector<const json*> runs) {
-    std::stable_sort(runs.begin(), runs.end(), [](const json* a, const json* b) {
-        if (is_ok(*a) != is_ok(*b)) return is_ok(*a);
-        return num(*a, "throughput") < num(*b, "throughput");
-    });
-    const auto ok = static_cast<std::size_t>(std::count_if(runs.begin(), runs.end(), [](const json* r) { return is_ok(*r); }));
-    return ok == 0 ? runs.front() : runs[(ok - 1) / 2];
-}
-
-// The run whose extra[key] is the median among a line's successful rounds (a line that is its own
-// baseline, e.g. hoard's p99 with / alone), with the spread of that figure.
-struct extra_median {
+// The median of a line's per-round figures (the lower middle of an even count), their spread, and
+// the round the median came from.
+struct median_spread {
     const json* run = nullptr;
-    double min = 0, max = 0;
+    double median = 0, min = 0, max = 0;
     std::size_t rounds = 0;
 };
-extra_median median_by_extra(const std::vector<const json*>& runs, const char* key) {
-    std::vector<std::pair<double, const json*>> v;
-    for (const json* j : runs) {
-        if (is_ok(*j) && j->contains("extra")) v.emplace_back(num((*j)["extra"], key), j);
-    }
-    extra_median out;
+median_spread median_of(std::vector<std::pair<double, const json*>> v) {
+    median_spread out;
     if (v.empty()) return out;
     std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    out.run = v[(v.size() - 1) / 2].second;
+    const auto& mid = v[(v.size() - 1) / 2];
+    out.run = mid.second;
+    out.median = mid.first;
     out.min = v.front().first;
     out.max = v.back().first;
     out.rounds = v.size();
     return out;
 }
 
-// cairn/direct per round (the i-th successful run of each, in the order they ran): median, min, max.
-struct ratio_spread {
-    double median = 0, min = 0, max = 0;
-    std::size_t rounds = 0;
-};
-ratio_spread ratios(const std::vector<const json*>& cairn, const std::vector<const json*>& direct) {
-    std::vector<double> c, d, r;
+// The run of median throughput among a line's successful rounds (scripts/bench --rounds): its
+// figures stand for the line. A line whose every round failed shows its first.
+const json* median_run(const std::vector<const json*>& runs) {
+    std::vector<std::pair<double, const json*>> v;
+    for (const json* j : runs) {
+        if (is_ok(*j)) v.emplace_back(num(*j, "throughput"), j);
+    }
+    const auto m = median_of(std::move(v));
+    return m.run != nullptr ? m.run : runs.front();
+}
+
+// The round whose extra[key] is the median among a line's successful rounds (a line that is its
+// own baseline, e.g. hoard's p99 with / alone), with the spread of that figure.
+median_spread median_by_extra(const std::vector<const json*>& runs, const char* key) {
+    std::vector<std::pair<double, const json*>> v;
+    for (const json* j : runs) {
+        if (is_ok(*j) && j->contains("extra")) v.emplace_back(num((*j)["extra"], key), j);
+    }
+    return median_of(std::move(v));
+}
+
+// cairn/direct per round (the i-th successful run of each, in the order they ran): median and spread.
+median_spread ratios(const std::vector<const json*>& cairn, const std::vector<const json*>& direct) {
+    std::vector<double> c, d;
     for (const json* j : cairn) if (is_ok(*j)) c.push_back(num(*j, "throughput"));
     for (const json* j : direct) if (is_ok(*j)) d.push_back(num(*j, "throughput"));
+    std::vector<std::pair<double, const json*>> r;
     for (std::size_t i = 0; i < std::min(c.size(), d.size()); ++i) {
-        if (d[i] > 0) r.push_back(c[i] / d[i]);
+        if (d[i] > 0) r.emplace_back(c[i] / d[i], nullptr);
     }
-    ratio_spread out;
-    if (r.empty()) return out;
-    std::sort(r.begin(), r.end());
-    out.median = r[(r.size() - 1) / 2];
-    out.min = r.front();
-    out.max = r.back();
-    out.rounds = r.size();
-    return out;
+    return median_of(std::move(r));
 }
 
 struct line_key {
