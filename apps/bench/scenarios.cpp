@@ -1380,7 +1380,7 @@ const std::vector<scenario_def>& scenarios() {
     static const std::vector<scenario_def> s{
         {"write", "1. burst acknowledged writes (run cairnd with --apply-paused) vs direct single-row autocommit upserts",
          run_write},
-        {"sustained", "2. sustained writes with apply keeping up (rate search) vs direct autocommit; 7. memory",
+        {"sustained", "2. sustained writes with acks and apply keeping up (rate search) vs direct autocommit; 7. memory",
          run_sustained},
         {"drain", "3. apply drain of a journaled backlog (rows/s) vs direct batched multi-row upserts", run_drain},
         {"feed", "change feed catch-up over an applied backlog (ops/s) vs direct range reads of the same rows", run_feed},

@@ -5,9 +5,13 @@
 // fails, then halving the gap between the best good and the first bad rate. During every step
 // a sampler polls /readyz?verbose (journal lag, summed over shards) and cairnd's VmRSS. A
 // step is good when every request succeeded, the achieved rate is within 5% of the target,
-// and the lag stayed bounded: in the second half of the step it never exceeded
-// max(lag_floor, half a second of writes), so apply is not falling behind (samples after the
-// window, while the last requests complete, count too), and the rate was achieved in wall time. After each step the
+// the acknowledgements kept up (their median, from the intended send time, within
+// ack_p50_max_ms: a queue of requests that grows through the step lifts the median with it,
+// while the disk's flush stalls lift only the tail; a p99 bound failed good rates on one
+// stall), and the lag stayed
+// bounded: in the second half of the step it never exceeded max(lag_floor, half a second of
+// writes), so apply is not falling behind (samples after the window, while the last requests
+// complete, count too), and the rate was achieved in wall time. After each step the
 // backlog drains before the next one starts. Finally the best rate runs once more, twice as
 // long, for the memory figures (peak RSS and whether it stays flat). Blocking.
 #pragma once
@@ -36,6 +40,13 @@ std::uint64_t lag_bound(double rate, std::uint64_t lag_floor) noexcept;
 // stayed within lag_bound and the step ended no higher than the bound.
 bool apply_kept_up(const std::vector<lag_sample>& samples, double duration_s, double rate,
                    std::uint64_t lag_floor) noexcept;
+
+// The acknowledgement median a sustained step may not exceed, in milliseconds.
+inline constexpr double ack_p50_max_ms = 20;
+
+// Whether a step's acknowledgements kept up: it has latencies and their median is at most
+// p50_max_ms.
+bool acks_kept_up(const run_report& step, double p50_max_ms) noexcept;
 
 // Whether memory stayed flat over a run: the mean RSS of the last quarter of the samples is at
 // most 10% (and 16 MiB) above the mean of the second quarter (the first is warm-up).

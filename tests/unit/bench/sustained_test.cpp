@@ -77,6 +77,22 @@ TEST(apply_kept_up, only_the_second_half_counts_and_must_stay_under_the_bound) {
     EXPECT_FALSE(apply_kept_up(series({0, 0}, 1.0), 10, 10000, 2000));
 }
 
+TEST(acks_kept_up, flush_stalls_in_the_tail_pass_and_a_queue_that_grows_through_the_step_fails) {
+    constexpr auto ms = [](double v) { return static_cast<std::uint64_t>(v * 1e6); };
+    run_report steady;
+    // 10,000 acks at 1-3 ms, 5% of them behind flush stalls of 200 ms: the median stays at 2 ms.
+    for (int i = 0; i < 9500; ++i) steady.latency_ns.record(ms(1 + (i % 3)));
+    steady.latency_ns.record_n(ms(200), 500);
+    EXPECT_TRUE(acks_kept_up(steady, ack_p50_max_ms));
+    EXPECT_FALSE(acks_kept_up(steady, 1));
+    // A queue that grows by 1 ms every 100 requests: the median waits 51 ms.
+    run_report growing;
+    for (int i = 0; i < 10000; ++i) growing.latency_ns.record(ms(1 + i / 100.0));
+    EXPECT_FALSE(acks_kept_up(growing, ack_p50_max_ms));
+    // No acknowledgement at all: nothing kept up.
+    EXPECT_FALSE(acks_kept_up(run_report{}, ack_p50_max_ms));
+}
+
 std::vector<lag_sample> rss_series(std::initializer_list<std::uint64_t> kib) {
     std::vector<lag_sample> out;
     for (auto k : kib) out.push_back({0, 0, k});
