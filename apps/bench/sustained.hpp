@@ -4,16 +4,15 @@
 // that apply keeps up with: steps of open-loop load at a fixed rate, doubling until a step
 // fails, then halving the gap between the best good and the first bad rate. During every step
 // a sampler polls /readyz?verbose (journal lag, summed over shards) and cairnd's VmRSS. A
-// step is good when every request succeeded, the achieved rate is within 5% of the target,
-// the acknowledgements kept up (their median, from the intended send time, within
+// step is good when every request succeeded, the achieved rate (in wall time) is within 5% of
+// the target, the acknowledgements kept up (their median, from the intended send time, within
 // ack_p50_max_ms: a queue of requests that grows through the step lifts the median with it,
 // while the disk's flush stalls lift only the tail; a p99 bound failed good rates on one
-// stall), and the lag stayed
-// bounded: in the second half of the step it never exceeded max(lag_floor, half a second of
-// writes), so apply is not falling behind (samples after the window, while the last requests
-// complete, count too), and the rate was achieved in wall time. After each step the
-// backlog drains before the next one starts. Finally the best rate runs once more, twice as
-// long, for the memory figures (peak RSS and whether it stays flat). Blocking.
+// stall), and the lag stayed bounded: in the second half of the step it never exceeded
+// max(lag_floor, half a second of writes), so apply is not falling behind (samples after the
+// window, while the last requests complete, count too). After each step the backlog drains
+// before the next one starts. Finally the best rate runs once more, twice as long, for the
+// memory figures (peak RSS and whether it stays flat). Blocking.
 #pragma once
 
 #include "apps/bench/load.hpp"
