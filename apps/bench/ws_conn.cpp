@@ -3,6 +3,7 @@
 #include "core/log_task_end.hpp"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -44,6 +45,30 @@ std::optional<std::uint64_t> number_after(std::string_view frame, std::string_vi
 }
 
 }  // namespace
+
+void append_client_text_frame(std::string& out, std::string_view payload, std::uint64_t& rng) {
+    out += static_cast<char>(0x81);  // FIN, text
+    const std::size_t n = payload.size();
+    if (n < 126) {
+        out += static_cast<char>(0x80 | n);
+    } else if (n <= 0xFFFF) {
+        out += static_cast<char>(0x80 | 126);
+        out += static_cast<char>(n >> 8);
+        out += static_cast<char>(n & 0xFF);
+    } else {
+        out += static_cast<char>(0x80 | 127);
+        for (int shift = 56; shift >= 0; shift -= 8) out += static_cast<char>((static_cast<std::uint64_t>(n) >> shift) & 0xFF);
+    }
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    unsigned char key[4];
+    for (int i = 0; i < 4; ++i) key[i] = static_cast<unsigned char>(rng >> (8 * i));
+    out.append(reinterpret_cast<const char*>(key), 4);
+    const std::size_t at = out.size();
+    out.append(payload);
+    for (std::size_t i = 0; i < n; ++i) out[at + i] = static_cast<char>(static_cast<unsigned char>(out[at + i]) ^ key[i & 3]);
+}
 
 std::optional<ws_answer_head> parse_ws_answer_head(std::string_view frame) noexcept {
     auto id = number_after(frame, R"({"id":)");
@@ -132,6 +157,7 @@ struct ws_conn::state : std::enable_shared_from_this<ws_conn::state> {
     bool writing = false;
     bool reading = false;
     std::optional<error_code> failed;
+    std::uint64_t mask_rng = 0x9E3779B97F4A7C15ull;
 
     asio::awaitable<core::result<void>> async_connect_step() {
         if (connected) co_return *connected;
@@ -161,6 +187,11 @@ struct ws_conn::state : std::enable_shared_from_this<ws_conn::state> {
         }
         if (!ec) {
             beast::get_lowest_layer(ws).expires_never();
+            // Each write is a batch of whole requests: send it now, as cairnd does its answers. With
+            // Nagle's algorithm a write waited for the ACK of the one before, which came with cairnd's
+            // next answer: writes and counts at 16 in flight read 17-26% slower.
+            error_code opt_ec;
+            beast::get_lowest_layer(ws).socket().set_option(asio::ip::tcp::no_delay(true), opt_ec);
             websocket::stream_base::timeout t{};
             t.handshake_timeout = timeout;
             // No idle timeout: Beast's idle timer would keep the load's io_context busy for that long
@@ -213,12 +244,23 @@ struct ws_conn::state : std::enable_shared_from_this<ws_conn::state> {
         self->reading = false;
     }
 
+    // Writes every queued request in one write of the socket, as cairnd writes the answers that are
+    // ready together: Beast writes one message per call, so the frames are built here and written
+    // beneath it (at 16 in flight 1.8-1.9 requests per write instead of one, a quarter less of the
+    // bench's CPU per request, and writes and counts 10-40% faster than one frame per write). Beast writes nothing of its own on this connection meanwhile: the
+    // bench never pings, closes by closing the socket, and a pong would answer cairnd's ping, sent
+    // only after the connection received nothing for half of limits.timeout_idle (150 s), while a
+    // run's calls keep it busy.
     static asio::awaitable<void> write_loop(std::shared_ptr<state> self) {
+        std::string batch;
         while (!self->outbox.empty() && !self->failed) {
-            std::string frame = std::move(self->outbox.front());
-            self->outbox.pop_front();
+            batch.clear();
+            while (!self->outbox.empty()) {
+                append_client_text_frame(batch, self->outbox.front(), self->mask_rng);
+                self->outbox.pop_front();
+            }
             error_code ec;
-            co_await self->ws.async_write(asio::buffer(frame), use_ec(ec));
+            co_await asio::async_write(beast::get_lowest_layer(self->ws), asio::buffer(batch), use_ec(ec));
             if (ec) self->fail_all(ec);
         }
         self->writing = false;

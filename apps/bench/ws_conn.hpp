@@ -53,6 +53,10 @@ private:
     std::shared_ptr<state> s_;
 };
 
+// Appends payload to out as one masked client text frame (RFC 6455, 5.2), its masking key drawn
+// from rng (xorshift64), so that a connection can write every queued request in one write.
+void append_client_text_frame(std::string& out, std::string_view payload, std::uint64_t& rng);
+
 // The id and status of an answer frame {"id":N,"status":S,...} as cairn writes it (no general
 // JSON parsing: the bench must not cost the client more than the server). nullopt if absent.
 struct ws_answer_head {
