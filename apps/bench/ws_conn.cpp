@@ -3,7 +3,6 @@
 #include "core/log_task_end.hpp"
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -11,6 +10,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/websocket/stream.hpp>
@@ -247,10 +247,10 @@ struct ws_conn::state : std::enable_shared_from_this<ws_conn::state> {
     // Writes every queued request in one write of the socket, as cairnd writes the answers that are
     // ready together: Beast writes one message per call, so the frames are built here and written
     // beneath it (at 16 in flight 1.8-1.9 requests per write instead of one, a quarter less of the
-    // bench's CPU per request, and writes and counts 10-40% faster than one frame per write). Beast writes nothing of its own on this connection meanwhile: the
-    // bench never pings, closes by closing the socket, and a pong would answer cairnd's ping, sent
-    // only after the connection received nothing for half of limits.timeout_idle (150 s), while a
-    // run's calls keep it busy.
+    // bench's CPU per request, and writes and counts 10-40% faster than one frame per write). Beast
+    // writes nothing of its own on this connection meanwhile: the bench never pings and closes by
+    // closing the socket, and a pong would answer cairnd's ping, sent only after the connection
+    // received nothing for half of limits.timeout_idle (150 s), while a run's calls keep it busy.
     static asio::awaitable<void> write_loop(std::shared_ptr<state> self) {
         std::string batch;
         while (!self->outbox.empty() && !self->failed) {
