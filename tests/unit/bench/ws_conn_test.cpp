@@ -52,7 +52,8 @@ TEST(ws_client_frames, beasts_server_reads_every_length_form_written_in_one_writ
     const auto port = acceptor.local_endpoint().port();
     std::vector<std::string> received;
     std::string server_error;
-    std::thread server([&] {
+    // A jthread: if the client throws, its socket closes first and the server's read ends, then this joins.
+    std::jthread server([&] {
         try {
             websocket::stream<tcp::socket> ws(acceptor.accept());
             ws.read_message_max(1 << 20);
